@@ -1,0 +1,122 @@
+# Build and test the MicroDuck-on-ROCm book.
+#
+#   make book     execute every chapter (cached) and build _build/html strictly
+#   make test     unit tests + book structure + headless-browser checks (builds the book if stale)
+#   make results  regenerate run records under logs/ (beside the published book/results/)
+#
+# VENV=<dir> uses another environment, e.g. the ROCm one made by
+# codes/practices/amd/microduck-rl/scripts/setup_rocm.sh; only the default .venv is
+# populated from requirements.txt, any other just gets the book toolchain added.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+# A recipe that fails must not leave a target that looks up to date (e.g. a half-built book).
+.DELETE_ON_ERROR:
+
+PYTHON ?= python3.11
+VENV ?= .venv
+PKG_DIR := codes/practices/amd/microduck-rl
+VENV_ABS := $(abspath $(VENV))
+VENV_STAMP := $(VENV)/.microduck-installed
+MANAGED_VENV := $(if $(filter .venv ./.venv,$(VENV)),1,)
+
+# Debian packages: headless Chromium + its driver for the browser tests, EGL/OSMesa and the
+# Mesa DRI drivers for off-screen MuJoCo rendering on a machine without a GPU.
+SYSTEM_PACKAGES := chromium chromium-driver libegl1 libgl1 libegl-mesa0 libgl1-mesa-dri libosmesa6 shellcheck
+
+BOOK_INDEX := _build/html/index.html
+BOOK_SOURCES := _config.yml _toc.yml $(wildcard book/*.md book/_extra/*) $(wildcard notebooks/*.md) \
+	$(shell find book/results $(PKG_DIR)/src -type f \( -name '*.py' -o -name '*.json' \
+	-o -name '*.csv' -o -name '*.pt' -o -name '*.mp4' -o -name '*.md' \) 2>/dev/null)
+
+# Run tools from the chosen environment: its bin/ first on PATH so the notebook kernel
+# ("python3", resolved by jupyter_client) is this environment's Python, and no tracker
+# tries to reach the network.
+RUN := env PATH="$(VENV_ABS)/bin:$$PATH" WANDB_MODE="$${WANDB_MODE:-offline}"
+
+.PHONY: help venv system-deps book test results clean
+
+help:
+	@echo "make book         build the book (executes chapters; cached)"
+	@echo "make test         run all tests (builds the book first if it is stale)"
+	@echo "make results      regenerate run records under logs/"
+	@echo "make venv         create/update $(VENV)"
+	@echo "make system-deps  install Debian packages for rendering and browser tests"
+	@echo "make clean        remove _build and caches"
+	@echo "options: VENV=<dir>  MICRODUCK_PROFILE=ci|full"
+
+venv: $(VENV_STAMP)
+
+# The stamp is newer than requirements.txt and the package's pyproject once both are
+# installed, so a second `make venv` does nothing.
+$(VENV_STAMP): requirements.txt $(PKG_DIR)/pyproject.toml
+ifeq ($(MANAGED_VENV),1)
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q -r requirements.txt
+else
+	@test -x $(VENV)/bin/python || { echo "error: $(VENV)/bin/python not found; create that environment first (ROCm: $(PKG_DIR)/scripts/setup_rocm.sh)" >&2; exit 1; }
+	@# Only the lines after '# book toolchain' in requirements.txt: never touch its torch/Warp.
+	$(VENV)/bin/python -m pip install -q $$(sed -n '/^# book toolchain/,$$p' requirements.txt | grep -v '^[[:space:]]*#' | grep -v '^[[:space:]]*$$')
+endif
+	$(VENV)/bin/python -m pip install -q --no-deps -e $(PKG_DIR)
+	touch $@
+
+system-deps:
+	@if ! command -v dpkg-query >/dev/null; then \
+	  echo "system-deps: not a Debian system; install by hand: $(SYSTEM_PACKAGES)"; exit 0; fi; \
+	missing=""; \
+	for p in $(SYSTEM_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' "$$p" 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then echo "system-deps: all installed"; exit 0; fi; \
+	sudo=""; if [ "$$(id -u)" != 0 ]; then sudo="sudo"; fi; \
+	echo "system-deps: installing$$missing"; \
+	$$sudo apt-get update -qq; \
+	DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing
+
+# myst-nb's cache is keyed on a notebook's code cells only, so a change in the package, in
+# the published results the chapters read, in the pinned stack, in the profile or in the
+# environment (CPU .venv vs a ROCm one) would otherwise leave outputs of another run on the
+# page. The build records a hash of those inputs; when it changes, the execution cache and
+# the doctrees go and every chapter runs again.
+# KEEP_CACHE=1 skips that (faster, but pages may show outputs of older code).
+EXECUTION_INPUTS_HASH := { echo "profile=$${MICRODUCK_PROFILE:-}"; echo "venv=$(VENV_ABS)"; \
+	find $(PKG_DIR)/src book/results requirements.txt -type f \
+	! -name '*.pyc' ! -path '*/__pycache__/*' ! -path '*.egg-info/*' -print0 \
+	| LC_ALL=C sort -z | xargs -0 sha256sum; } | sha256sum | cut -d' ' -f1
+EXECUTION_STAMP := _build/.execution-inputs
+
+define build_book
+	hash="$$($(EXECUTION_INPUTS_HASH))"; \
+	if [ -z "$(KEEP_CACHE)" ] && [ -d _build/.jupyter_cache ] \
+	   && [ "$$(cat $(EXECUTION_STAMP) 2>/dev/null)" != "$$hash" ]; then \
+	  echo "book: package, results or requirements changed since the last execution;" \
+	       "re-executing every chapter"; \
+	  rm -rf _build/.jupyter_cache _build/.doctrees _build/jupyter_execute; \
+	fi; \
+	$(RUN) $(VENV)/bin/jupyter-book build . -W -n --keep-going; \
+	if [ -z "$(KEEP_CACHE)" ]; then echo "$$hash" > $(EXECUTION_STAMP); fi; \
+	touch $(BOOK_INDEX)
+endef
+
+book: venv system-deps
+	@$(build_book)
+
+# Built only when missing or older than a source: the browser tests need the HTML.
+$(BOOK_INDEX): $(BOOK_SOURCES) $(VENV_STAMP) | system-deps
+	@$(build_book)
+
+test: venv system-deps $(BOOK_INDEX)
+	$(RUN) $(VENV)/bin/python -m pytest tests -q
+
+results: venv system-deps
+	@echo "make results: regenerates run records under logs/<timestamp>_<run>/ with profile" \
+	  "$${MICRODUCK_PROFILE:-auto (full on a GPU, else ci)}: smoke runs, the main run," \
+	  "the resume, checkpoint replays, the contact check and the benchmarks."
+	@echo "make results: not wired up yet in this revision; nothing was run."
+
+clean:
+	rm -rf _build .pytest_cache
+	find . \( -name '.venv*' -o -name .git -o -name .rocm-src \) -prune -o \
+	  -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,70 @@
+"""Run-time compatibility fixes for mjlab 1.3 on ROCm (and on Warp 1.13 generally).
+
+One module per fix, each guarded by a feature check, idempotent and reversible:
+
+=============== ==============================================================================
+warp_alias      ``warp.context`` alias that mjlab 1.3 reads (missing in Warp 1.13, CPU/CUDA/HIP)
+hip_stepping    eager stepping on HIP: ``WP_HIP_GRAPH_ENABLE=0`` default, mjlab capture and
+                ``graph_conditional`` off on HIP devices
+broadphase      recompute the ROCm fork's cached broadphase candidate list every HIP step
+render_textures skip texture creation for raycast-only render contexts on HIP
+=============== ==============================================================================
+
+``install_all()`` is called when :mod:`mjlab_microduck` is imported. It also honours the opt-in
+fault injection ``MICRODUCK_FAULT_FROZEN_BROADPHASE=1`` (see :mod:`mjlab_microduck.faults`), so a
+training subprocess started with that variable reproduces the broken ROCm cache on any backend.
+``report()`` / ``report_frame()`` say what each fix did and why.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mjlab_microduck.compat import broadphase, hip_stepping, render_textures, warp_alias
+from mjlab_microduck.compat._hook import HookStatus
+
+if TYPE_CHECKING:
+    import pandas
+
+__all__ = ["HookStatus", "install_all", "uninstall_all", "report", "report_frame"]
+
+# Installation order matters only for readability of the report; the hooks are independent.
+_HOOKS = (warp_alias, hip_stepping, broadphase, render_textures)
+
+
+def install_all() -> list[HookStatus]:
+    """Install every fix whose condition holds (idempotent) and apply the fault-injection env
+    var. Returns one status per fix (plus the fault status when the fault is on)."""
+    statuses = [hook.install() for hook in _HOOKS]
+    from mjlab_microduck import faults
+
+    fault = faults.install_from_env()
+    if fault.active:
+        statuses.append(fault)
+    return statuses
+
+
+def uninstall_all() -> None:
+    """Undo every fix (and the fault injection), restoring exactly what was there before."""
+    from mjlab_microduck import faults
+
+    faults.disable()
+    for hook in reversed(_HOOKS):
+        hook.uninstall()
+
+
+def report() -> list[HookStatus]:
+    """Current status of every fix, with live counters in ``details``, plus the fault status."""
+    from mjlab_microduck import faults
+
+    return [hook.status() for hook in _HOOKS] + [faults.status()]
+
+
+def report_frame() -> pandas.DataFrame:
+    """``report()`` as a table with columns fix, active, reason (for notebooks and logs)."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        [{"fix": s.fix, "active": s.active, "reason": s.reason} for s in report()],
+        columns=["fix", "active", "reason"],
+    )

@@ -1,0 +1,174 @@
+"""The book's full training recipe as named stages, each a driver run published into the book.
+
+``make results`` (or ``python -m mjlab_microduck.recipe``) regenerates every recorded training
+result on the reader's own GPU: the two smoke runs, the 500-iteration run, the resume to 1500
+and the discarded experiment. Results land in a new folder (by default
+``logs/results/<date>_<label>/``), beside the published ones in ``book/results/``, never over
+them. Stages can run in separate processes: ``main`` and ``resume`` must run in that order,
+the others are independent (on a large GPU at 256 envs they fit side by side).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from mjlab_microduck import profiles, records
+from mjlab_microduck.tasks.velocity import TASK_ID, UNGUARDED_TASK_ID
+from mjlab_microduck.train import TrainRequest, checkpoint_iteration, publish, run
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One published run: the request to make and the checkpoints to keep (slim)."""
+
+    publish_as: str
+    request: TrainRequest
+    keep_checkpoints: tuple[int, ...] = ()
+    keep_last_checkpoint: bool = True
+
+
+def smoke_stages(profile: profiles.Profile) -> list[Stage]:
+    return [
+        Stage(
+            f"smoke_{envs}x{its}",
+            TrainRequest(
+                name=f"smoke_{envs}x{its}", num_envs=envs, iterations=its, save_interval=its
+            ),
+            keep_last_checkpoint=False,
+        )
+        for envs, its in profile.smoke_sizes
+    ]
+
+
+def main_stage(profile: profiles.Profile) -> Stage:
+    its = profile.main_iterations
+    return Stage(
+        f"train_{its}",
+        TrainRequest(
+            name=f"train_{its}",
+            num_envs=profile.main_envs,
+            iterations=its,
+            save_interval=profile.main_save_interval,
+        ),  # fmt: skip
+    )
+
+
+def resume_stage(profile: profiles.Profile, checkpoint: Path) -> Stage:
+    start = checkpoint_iteration(checkpoint)
+    more = profile.resume_iterations
+    return Stage(
+        f"resume_{start + more + 1}",
+        TrainRequest(
+            name=f"resume_{start + more + 1}",
+            num_envs=profile.main_envs,
+            iterations=more,
+            save_interval=profile.resume_save_interval,
+            resume_from=checkpoint,
+        ),  # fmt: skip
+        keep_checkpoints=tuple(profile.replay_checkpoints),
+    )
+
+
+def experiment_stages(profile: profiles.Profile) -> list[Stage]:
+    """Chapter 7: the broken broadphase without the guard (as the original run), then with it."""
+    its = profile.main_iterations
+    short = max(1, min(its, 100))
+    return [
+        Stage(
+            "discarded_unguarded",
+            TrainRequest(
+                name="discarded_unguarded",
+                task=UNGUARDED_TASK_ID,
+                num_envs=profile.main_envs,
+                iterations=its,
+                save_interval=profile.main_save_interval,
+                frozen_broadphase=True,
+            ),  # fmt: skip
+        ),
+        Stage(
+            "discarded_guarded",
+            TrainRequest(
+                name="discarded_guarded",
+                task=TASK_ID,
+                num_envs=profile.main_envs,
+                iterations=short,
+                save_interval=short,
+                frozen_broadphase=True,
+            ),  # fmt: skip
+        ),
+    ]
+
+
+def run_stage(stage: Stage, logs_root: Path, results_root: Path, profile: profiles.Profile) -> Path:
+    """Run one stage and publish it; raises if the run failed (its record stays in the logs)."""
+    request = replace(
+        stage.request, logs_root=logs_root, device=profile.device, profile=profile.name
+    )
+    run_dir, record = run(request)
+    if record.status != "ok":
+        raise RuntimeError(f"stage {stage.publish_as} failed: {record.error} ({run_dir})")
+    kept = set(stage.keep_checkpoints)
+    available = {
+        checkpoint_iteration(name) for name in str(record.summary["checkpoints"]).split(",")
+    }
+    if stage.keep_last_checkpoint:
+        kept.add(checkpoint_iteration(str(record.summary["last_checkpoint"])))
+    missing = kept - available
+    if missing:
+        print(f"[recipe] {stage.publish_as}: no checkpoint for iterations {sorted(missing)}")
+    publish(run_dir, results_root / stage.publish_as, sorted(kept & available))
+    print(f"[recipe] published {stage.publish_as} -> {results_root / stage.publish_as}")
+    return run_dir
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="microduck-recipe", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--stages", default="smoke,main,resume,experiment",
+        help="comma-separated subset of smoke, main, resume, experiment",
+    )  # fmt: skip
+    parser.add_argument("--logs-root", type=Path, default=Path("logs"))
+    parser.add_argument(
+        "--results", type=Path, help="results folder (default: a new one in logs/results)"
+    )
+    parser.add_argument(
+        "--label", default="local", help="machine label for the results folder name"
+    )
+    parser.add_argument("--resume-from", type=Path, help="checkpoint for the resume stage")
+    args = parser.parse_args(argv)
+    wanted = [s.strip() for s in args.stages.split(",") if s.strip()]
+    unknown = set(wanted) - {"smoke", "main", "resume", "experiment"}
+    if unknown:
+        print(f"microduck-recipe: unknown stage(s): {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
+    if "resume" in wanted and "main" not in wanted and args.resume_from is None:
+        print("microduck-recipe: the resume stage needs main or --resume-from", file=sys.stderr)
+        return 2
+    profile = profiles.current()
+    results = args.results or records.new_run_dir(args.logs_root / "results", args.label)
+    results.mkdir(parents=True, exist_ok=True)
+    checkpoint = args.resume_from
+    if "smoke" in wanted:
+        for stage in smoke_stages(profile):
+            run_stage(stage, args.logs_root, results, profile)
+    if "main" in wanted:
+        main_run = run_stage(main_stage(profile), args.logs_root, results, profile)
+        record = records.load_record(main_run)
+        from mjlab_microduck.train import find_mjlab_log_dir
+
+        checkpoint = find_mjlab_log_dir(main_run) / str(record.summary["last_checkpoint"])
+    if "resume" in wanted:
+        assert checkpoint is not None
+        run_stage(resume_stage(profile, Path(checkpoint)), args.logs_root, results, profile)
+    if "experiment" in wanted:
+        for stage in experiment_stages(profile):
+            run_stage(stage, args.logs_root, results, profile)
+    print(f"[recipe] results in {results}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

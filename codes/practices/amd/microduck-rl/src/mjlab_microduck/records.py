@@ -1,0 +1,545 @@
+"""Run records: one validated JSON file per run, written atomically, read back into tables.
+
+Problem it solves: the book's claims ("nan_state stayed 0", "model_750 walks best") must come
+from files that say exactly what ran, where, with which versions, and whether it finished.
+A reward curve without that context is how the original chapter's discarded experiment fooled
+its author. Every training, replay, benchmark, probe, contact check, doctor run and experiment
+therefore writes a :class:`RunRecord`:
+
+* ``record.json`` validated by pydantic (unknown or mistyped fields are rejected, and
+  :func:`load_record` names the offending field),
+* optional ``scalars.csv`` (one row per iteration) and artifacts (slim checkpoints, MP4s)
+  listed with their SHA-256 so a published result can be checked byte for byte.
+
+All writes go through a temporary file in the target directory followed by ``os.replace``, so
+a crash leaves either the old file or the new one, never half a file.
+
+No-op cases: nothing here runs on import; matplotlib is imported only by :func:`plot_curves`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+if TYPE_CHECKING:  # heavy imports only for type checkers
+    import pandas as pd
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+SCHEMA_VERSION = 1
+RECORD_FILENAME = "record.json"
+SCALARS_FILENAME = "scalars.csv"
+
+RunKind = Literal["train", "replay", "bench", "probe", "contact_check", "doctor", "experiment"]
+RunStatus = Literal["ok", "failed", "running"]
+Backend = Literal["cpu", "cuda", "hip"]
+
+_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+_RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class RecordError(ValueError):
+    """A record file is missing, is not JSON, or does not match the schema.
+
+    The message is one line that starts with the file and names the offending field, e.g.
+    ``logs/x/record.json: field 'provenance.backend': Input should be 'cpu', 'cuda' or 'hip'``.
+    """
+
+
+def _check_iso8601(value: str) -> str:
+    try:
+        _dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"not an ISO 8601 date-time: {value!r}") from None
+    return value
+
+
+# Dates stay strings in the JSON (readable, diff-friendly) but must parse as ISO 8601.
+IsoDateTime = Annotated[str, AfterValidator(_check_iso8601)]
+
+
+def _check_summary_value(value: Any) -> float | int | str | bool | None:
+    # numpy scalars (np.float64, np.int64, np.bool_) are what metrics code usually produces;
+    # store them as the plain Python value instead of rejecting them.
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        value = value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise ValueError(f"must be a number, string, boolean or null, not {type(value).__name__}")
+
+
+# One scalar per summary key. A plain union would report one error per member type; this
+# gives a single line, and keeps bool as bool and int as int.
+SummaryValue = Annotated[
+    float | int | str | bool | None,
+    PlainValidator(_check_summary_value, json_schema_input_type=float | int | str | bool | None),
+]
+
+
+class _Strict(BaseModel):
+    # extra="forbid": a typo in a field name is an error, not a silently dropped value.
+    # validate_assignment: a record mutated after construction is still checked.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class Provenance(_Strict):
+    """Where and with what a run happened; vendor neutral (CPU, CUDA and HIP alike)."""
+
+    backend: Backend
+    device_name: str
+    driver_version: str | None = None
+    runtime_version: str | None = Field(
+        default=None, description="CUDA or HIP runtime version torch was built with"
+    )
+    arch: str | None = Field(default=None, description="e.g. gfx1201, sm_90, x86_64")
+    versions: dict[str, str | None] = Field(
+        default_factory=dict,
+        description="torch, warp, mujoco_warp, mujoco, mjlab, rsl_rl, python; None = absent",
+    )
+    git_commit: str = "unknown"
+    hostname: str
+    date: IsoDateTime = Field(description="ISO 8601 date-time of collection")
+    profile: str | None = Field(default=None, description="ci or full (see profiles.py)")
+    machine_label: str | None = Field(
+        default=None, description='human label, e.g. "NVIDIA H200 (lent device)"'
+    )
+    notes: list[str] = Field(
+        default_factory=list,
+        description="caveats met while collecting (a tool missing, timed out, ...)",
+    )
+
+
+class Artifact(_Strict):
+    """A file that belongs to a run, relative to the directory holding ``record.json``."""
+
+    path: str
+    sha256: str
+    bytes: int = Field(ge=0)
+    kind: str = Field(description="checkpoint, video, scalars, tensorboard, log, config, ...")
+
+    @field_validator("path")
+    @classmethod
+    def _relative_inside(cls, value: str) -> str:
+        p = PurePosixPath(value)
+        if value == "" or p.is_absolute() or ".." in p.parts or "\\" in value:
+            raise ValueError(f"must be a relative POSIX path inside the record dir: {value!r}")
+        return value
+
+    @field_validator("sha256")
+    @classmethod
+    def _hex_digest(cls, value: str) -> str:
+        if not _SHA256_RE.match(value):
+            raise ValueError("must be 64 lowercase hex digits")
+        return value
+
+
+class RunRecord(_Strict):
+    """One run: what was asked, where it ran, how it ended, what it produced."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    run_id: str = Field(min_length=1)
+    kind: RunKind
+    status: RunStatus
+    error: str | None = None
+    command: list[str] = Field(default_factory=list)
+    config: dict[str, Any] = Field(
+        default_factory=dict, description="task, num_envs, iterations, seeds, ..."
+    )
+    provenance: Provenance
+    started_at: IsoDateTime
+    finished_at: IsoDateTime | None = None
+    wall_seconds: float | None = Field(default=None, ge=0)
+    summary: dict[str, SummaryValue] = Field(default_factory=dict)
+    scalars_csv: str | None = None
+    artifacts: list[Artifact] = Field(default_factory=list)
+    notes: str | None = None
+
+    @field_validator("scalars_csv")
+    @classmethod
+    def _scalars_relative(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        p = PurePosixPath(value)
+        if value == "" or p.is_absolute() or ".." in p.parts:
+            raise ValueError(f"must be a relative path inside the record dir: {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _status_consistent(self) -> RunRecord:
+        # A failed run that does not say why, or a finished run without an end time, is the
+        # kind of record that later reads as a success; refuse both.
+        if self.status == "failed" and not self.error:
+            raise ValueError("status 'failed' needs a non-empty 'error'")
+        if self.status != "running" and self.finished_at is None:
+            raise ValueError(f"status {self.status!r} needs 'finished_at'")
+        return self
+
+
+# --------------------------------------------------------------------------- atomic writes
+
+
+def _fsync_dir(directory: Path) -> None:
+    # Makes the rename itself durable; not every filesystem allows opening a directory.
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` so readers see the old file or the whole new one, never a part.
+
+    The temporary file lives in the same directory (``os.replace`` is atomic only within one
+    filesystem) and is removed if anything fails before the rename.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(target.parent)
+    return target
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> Path:
+    """Text version of :func:`atomic_write_bytes`."""
+    return atomic_write_bytes(path, text.encode(encoding))
+
+
+def atomic_copy(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> Path:
+    """Copy ``src`` to ``dst`` atomically (streamed, so large checkpoints are fine)."""
+    source, target = Path(src), Path(dst)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as out, source.open("rb") as inp:
+            shutil.copyfileobj(inp, out, length=1 << 20)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(target.parent)
+    return target
+
+
+# --------------------------------------------------------------------------- files and dirs
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    """Hex SHA-256 of a file, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def artifact(path: str | os.PathLike[str], root: str | os.PathLike[str], kind: str) -> Artifact:
+    """Describe ``path`` (which must lie under ``root``, the record's directory) as an Artifact."""
+    file = Path(path).resolve()
+    base = Path(root).resolve()
+    try:
+        rel = file.relative_to(base)
+    except ValueError:
+        raise RecordError(f"{file}: artifact is not inside the record directory {base}") from None
+    if not file.is_file():
+        raise RecordError(f"{file}: artifact file does not exist")
+    return Artifact(
+        path=rel.as_posix(), sha256=sha256_file(file), bytes=file.stat().st_size, kind=kind
+    )
+
+
+def new_run_dir(root: str | os.PathLike[str], name: str, now: _dt.datetime | None = None) -> Path:
+    """Create and return ``root/<UTC timestamp>_<name>``; never returns an existing directory.
+
+    ``mkdir(exist_ok=False)`` is the atomic claim: two runs started in the same second get
+    ``..._name`` and ``..._name-1`` instead of writing into one directory.
+    """
+    if not _RUN_NAME_RE.match(name):
+        raise ValueError(f"run name {name!r} must match {_RUN_NAME_RE.pattern}")
+    base = Path(root)
+    base.mkdir(parents=True, exist_ok=True)
+    stamp = (now or _dt.datetime.now(_dt.timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    stem = f"{stamp}_{name}"
+    for n in range(10_000):
+        candidate = base / (stem if n == 0 else f"{stem}-{n}")
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        return candidate
+    raise RuntimeError(f"{base}: could not find a free run directory for {stem}")
+
+
+def utc_now_iso() -> str:
+    """Current UTC time as ISO 8601 with offset, the format every record date uses."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+# --------------------------------------------------------------------------- read and write
+
+
+def _format_validation_error(source: str, err: ValidationError) -> str:
+    parts = []
+    for item in err.errors():
+        loc = ".".join(str(x) for x in item["loc"]) or "<record>"
+        parts.append(f"field '{loc}': {item['msg']}")
+    return f"{source}: " + "; ".join(parts)
+
+
+def record_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` itself if it names a file, else ``path/record.json``."""
+    p = Path(path)
+    return p / RECORD_FILENAME if p.is_dir() else p
+
+
+def write_record(record: RunRecord, path: str | os.PathLike[str]) -> Path:
+    """Validate and atomically write ``record`` to ``path`` (a file, or a directory)."""
+    target = record_path(path)
+    # Re-validate from a plain dump: catches values put in after construction through
+    # nested containers, which validate_assignment does not see.
+    try:
+        checked = RunRecord.model_validate(record.model_dump(mode="python", warnings=False))
+    except ValidationError as err:
+        raise RecordError(_format_validation_error(str(target), err)) from None
+    text = json.dumps(checked.model_dump(mode="json"), indent=2, sort_keys=False) + "\n"
+    return atomic_write_text(target, text)
+
+
+def parse_record(data: Any, source: str = "<record>") -> RunRecord:
+    """Validate an already decoded JSON object; errors name ``source`` and the field."""
+    if not isinstance(data, dict):
+        raise RecordError(f"{source}: a record must be a JSON object, got {type(data).__name__}")
+    try:
+        return RunRecord.model_validate(data)
+    except ValidationError as err:
+        raise RecordError(_format_validation_error(source, err)) from None
+
+
+def load_record(path: str | os.PathLike[str]) -> RunRecord:
+    """Read and validate a record; any problem is a :class:`RecordError` naming file and field."""
+    target = record_path(path)
+    try:
+        text = target.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RecordError(f"{target}: no such record file") from None
+    except OSError as err:
+        raise RecordError(f"{target}: cannot read: {err.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise RecordError(f"{target}: not valid JSON: {err.msg} (line {err.lineno})") from None
+    return parse_record(data, str(target))
+
+
+def find_records(root: str | os.PathLike[str]) -> list[tuple[Path, RunRecord]]:
+    """All ``<root>/*/record.json`` as ``(record_dir, record)``, sorted by directory name."""
+    found = []
+    for file in sorted(Path(root).glob(f"*/{RECORD_FILENAME}")):
+        found.append((file.parent, load_record(file)))
+    return found
+
+
+def verify_artifacts(record: RunRecord, record_dir: str | os.PathLike[str]) -> list[Path]:
+    """Check every artifact exists with the recorded size and SHA-256; return their paths.
+
+    Raises :class:`RecordError` listing every missing or changed file.
+    """
+    base = Path(record_dir)
+    problems: list[str] = []
+    checked: list[Path] = []
+    for art in record.artifacts:
+        file = base / art.path
+        if not file.is_file():
+            problems.append(f"{art.path}: missing")
+            continue
+        size = file.stat().st_size
+        if size != art.bytes:
+            problems.append(f"{art.path}: {size} bytes, record says {art.bytes}")
+            continue
+        digest = sha256_file(file)
+        if digest != art.sha256:
+            problems.append(f"{art.path}: sha256 {digest[:12]}…, record says {art.sha256[:12]}…")
+            continue
+        checked.append(file)
+    if problems:
+        raise RecordError(f"{base / RECORD_FILENAME}: artifacts: " + "; ".join(problems))
+    return checked
+
+
+# --------------------------------------------------------------------------- tables and plots
+
+
+def load_scalars(record: RunRecord, record_dir: str | os.PathLike[str]) -> pd.DataFrame:
+    """The run's per-iteration scalars (``scalars.csv``) as a DataFrame."""
+    import pandas as pd
+
+    if record.scalars_csv is None:
+        raise RecordError(f"{Path(record_dir) / RECORD_FILENAME}: run has no scalars_csv")
+    file = Path(record_dir) / record.scalars_csv
+    if not file.is_file():
+        raise RecordError(f"{file}: scalars file named by the record does not exist")
+    return pd.read_csv(file)
+
+
+def records_table(
+    records: Iterable[RunRecord], summary_keys: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """One row per record: identity columns, then summary values.
+
+    ``summary_keys=None`` takes every summary key seen, in order of first appearance; a record
+    without a key gets ``None`` there (shown as missing, never as 0).
+    """
+    import pandas as pd
+
+    records = list(records)
+    if summary_keys is None:
+        keys: list[str] = []
+        for rec in records:
+            keys.extend(k for k in rec.summary if k not in keys)
+    else:
+        keys = list(summary_keys)
+    rows = []
+    for rec in records:
+        row: dict[str, Any] = {
+            "run_id": rec.run_id,
+            "kind": rec.kind,
+            "status": rec.status,
+            "profile": rec.provenance.profile,
+            "backend": rec.provenance.backend,
+            "device": rec.provenance.device_name,
+            "date": rec.provenance.date,
+            "wall_seconds": rec.wall_seconds,
+        }
+        for key in keys:
+            row[key] = rec.summary.get(key)
+        rows.append(row)
+    columns = ["run_id", "kind", "status", "profile", "backend", "device", "date", "wall_seconds"]
+    return pd.DataFrame(rows, columns=columns + [k for k in keys if k not in columns])
+
+
+def plot_curves(
+    df: pd.DataFrame,
+    columns: Sequence[str],
+    x: str = "iteration",
+    title: str | None = None,
+    ax: Axes | Sequence[Axes] | None = None,
+) -> Figure:
+    """One subplot per column of ``df`` against ``x`` (the index if ``x`` is not a column)."""
+    import matplotlib.pyplot as plt
+
+    columns = list(columns)
+    if not columns:
+        raise ValueError("plot_curves needs at least one column")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"columns not in the data: {', '.join(missing)}")
+    if ax is None:
+        fig, axes_arr = plt.subplots(
+            len(columns), 1, figsize=(7, 2.2 * len(columns)), sharex=True, squeeze=False
+        )
+        axes = list(axes_arr[:, 0])
+    else:
+        axes = [ax] if not isinstance(ax, Sequence) else list(ax)
+        if len(axes) != len(columns):
+            raise ValueError(f"got {len(axes)} axes for {len(columns)} columns")
+        fig = axes[0].figure
+    xs = df[x] if x in df.columns else df.index
+    for axis, col in zip(axes, columns, strict=True):
+        axis.plot(xs, df[col], linewidth=1.2)
+        axis.set_ylabel(col)
+        axis.grid(True, alpha=0.3)
+    axes[-1].set_xlabel(x if x in df.columns else (df.index.name or "index"))
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------- schema and CLI
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of :class:`RunRecord` (what ``book/results/record.schema.json`` holds)."""
+    return RunRecord.model_json_schema()
+
+
+def schema_text() -> str:
+    """:func:`json_schema` as the exact text stored in ``record.schema.json``."""
+    return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m mjlab_microduck.records {schema,validate,verify} ...``"""
+    parser = argparse.ArgumentParser(prog="python -m mjlab_microduck.records", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_schema = sub.add_parser("schema", help="print (or write) the RunRecord JSON schema")
+    p_schema.add_argument("--output", type=Path, help="write here atomically instead of stdout")
+    p_val = sub.add_parser("validate", help="validate record files or run directories")
+    p_val.add_argument("paths", nargs="+", type=Path)
+    p_ver = sub.add_parser("verify", help="validate and check artifact hashes of run directories")
+    p_ver.add_argument("dirs", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+
+    if args.command == "schema":
+        if args.output is not None:
+            atomic_write_text(args.output, schema_text())
+        else:
+            sys.stdout.write(schema_text())
+        return 0
+    bad = 0
+    targets = args.paths if args.command == "validate" else args.dirs
+    for target in targets:
+        try:
+            rec = load_record(target)
+            if args.command == "verify":
+                verify_artifacts(rec, record_path(target).parent)
+        except RecordError as err:
+            print(err, file=sys.stderr)
+            bad += 1
+        else:
+            print(f"{record_path(target)}: ok ({rec.kind}, {rec.status})")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

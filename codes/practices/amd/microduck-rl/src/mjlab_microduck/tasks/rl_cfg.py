@@ -1,0 +1,46 @@
+"""PPO (rsl_rl) configuration for the MicroDuck velocity task, kept apart from the env config."""
+
+from mjlab.rl import RslRlModelCfg, RslRlOnPolicyRunnerCfg, RslRlPpoAlgorithmCfg
+
+EXPERIMENT_NAME = "microduck_velocity"
+STEPS_PER_ENV = 24
+
+
+def microduck_ppo_runner_cfg() -> RslRlOnPolicyRunnerCfg:
+    """The upstream MicroDuck hyperparameters; observation normalisation on for both networks."""
+    return RslRlOnPolicyRunnerCfg(
+        actor=RslRlModelCfg(
+            hidden_dims=(512, 256, 128),
+            activation="elu",
+            obs_normalization=True,
+            distribution_cfg={
+                "class_name": "GaussianDistribution",
+                "init_std": 1.0,
+                "std_type": "scalar",
+            },
+        ),
+        critic=RslRlModelCfg(
+            hidden_dims=(512, 256, 128),
+            activation="elu",
+            obs_normalization=True,
+        ),
+        algorithm=RslRlPpoAlgorithmCfg(
+            value_loss_coef=1.0,
+            use_clipped_value_loss=True,
+            clip_param=0.2,
+            entropy_coef=0.01,
+            num_learning_epochs=5,
+            num_mini_batches=4,
+            learning_rate=1.0e-3,
+            schedule="adaptive",
+            gamma=0.99,
+            lam=0.95,
+            desired_kl=0.01,
+            max_grad_norm=1.0,
+        ),
+        experiment_name=EXPERIMENT_NAME,
+        logger="tensorboard",
+        save_interval=100,
+        num_steps_per_env=STEPS_PER_ENV,
+        max_iterations=1500,
+    )

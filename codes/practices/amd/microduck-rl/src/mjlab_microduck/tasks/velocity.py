@@ -1,0 +1,306 @@
+"""``Mjlab-Velocity-Flat-MicroDuck``: mjlab's velocity task tuned for a 0.9 kg biped.
+
+Built on ``make_velocity_env_cfg()`` and changed as the upstream MicroDuck authors tuned it
+(``task-figures`` in the book): small command ranges, joint-position actions around the home
+pose, gait rewards scaled to a robot whose feet lift 2 cm, and four terminations, one of which
+(``below_ground``) is the guard against missing ground contacts described in chapter 2.
+
+Left out on purpose (the book says why): the head-pose and body-pose commands, the
+turn-in-place envs, the actuator-model-specific randomisation and the self-collision term (only
+the soles collide in this model).
+"""
+
+from __future__ import annotations
+
+import math
+
+from mjlab.envs import ManagerBasedRlEnvCfg
+from mjlab.envs import mdp as envs_mdp
+from mjlab.envs.mdp import dr
+from mjlab.envs.mdp.actions import JointPositionActionCfg
+from mjlab.managers.curriculum_manager import CurriculumTermCfg
+from mjlab.managers.event_manager import EventTermCfg
+from mjlab.managers.observation_manager import ObservationTermCfg
+from mjlab.managers.scene_entity_config import SceneEntityCfg
+from mjlab.managers.termination_manager import TerminationTermCfg
+from mjlab.sensor import (
+    ContactMatch,
+    ContactSensorCfg,
+    ObjRef,
+    RingPatternCfg,
+    TerrainHeightSensorCfg,
+)
+from mjlab.tasks.velocity import mdp
+from mjlab.tasks.velocity.mdp import UniformVelocityCommandCfg
+from mjlab.tasks.velocity.velocity_env_cfg import make_velocity_env_cfg
+from mjlab.utils.noise import UniformNoiseCfg as Unoise
+
+from mjlab_microduck.robot.constants import (
+    FOOT_GEOMS,
+    FOOT_SITES,
+    HEAD_JOINTS,
+    ROOT_BODY,
+    get_microduck_robot_cfg,
+)
+from mjlab_microduck.tasks import mdp as duck_mdp
+from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
+
+TASK_ID = "Mjlab-Velocity-Flat-MicroDuck"
+UNGUARDED_TASK_ID = "Mjlab-Velocity-Flat-MicroDuck-Unguarded"
+
+BELOW_GROUND_MIN_HEIGHT_M = -0.05
+FELL_OVER_LIMIT_DEG = 70.0
+
+# Command ranges the robot can physically follow (its legs are 8 cm long).
+LIN_VEL_X = (-0.4, 0.4)
+LIN_VEL_Y = (-0.3, 0.3)
+ANG_VEL_Z = (-1.0, 1.0)
+
+
+def _iteration(it: int) -> int:
+    """Curricula count env steps per env; the book speaks in PPO iterations."""
+    return it * STEPS_PER_ENV
+
+
+STANDING_STAGES: list[duck_mdp.StandingStage] = [
+    {"step": _iteration(0), "fraction": 0.02},
+    {"step": _iteration(500), "fraction": 0.05},
+    {"step": _iteration(750), "fraction": 0.10},
+    {"step": _iteration(1000), "fraction": 0.15},
+    {"step": _iteration(1500), "fraction": 0.20},
+    {"step": _iteration(2000), "fraction": 0.25},
+]
+ACTION_RATE_STAGES = [
+    {"step": _iteration(0), "weight": -0.1},
+    {"step": _iteration(500), "weight": -0.2},
+    {"step": _iteration(750), "weight": -0.4},
+    {"step": _iteration(1000), "weight": -0.6},
+    {"step": _iteration(1250), "weight": -0.8},
+    {"step": _iteration(1500), "weight": -1.0},
+]
+
+_LEG_STD_STANDING = {
+    r".*_hip_yaw": 0.1,
+    r".*_hip_roll": 0.05,
+    r".*_hip_pitch": 0.15,
+    r".*_knee": 0.15,
+    r".*_ankle": 0.1,
+}
+_LEG_STD_WALKING = {
+    r".*_hip_yaw": 0.3,
+    r".*_hip_roll": 0.05,
+    r".*_hip_pitch": 0.4,
+    r".*_knee": 0.4,
+    r".*_ankle": 0.25,
+}
+# Without the head-pose command the head should simply stay at home.
+_HEAD_STD = {name: 0.1 for name in HEAD_JOINTS}
+
+
+def microduck_flat_env_cfg(
+    play: bool = False, below_ground_guard: bool = True
+) -> ManagerBasedRlEnvCfg:
+    """The MicroDuck flat-ground velocity env; ``play`` gives the replay/evaluation variant."""
+    cfg = make_velocity_env_cfg()
+    cfg.scene.entities = {"robot": get_microduck_robot_cfg()}
+
+    # Flat plane, no terrain generator, no terrain raycast: the robot sees no height map.
+    assert cfg.scene.terrain is not None
+    cfg.scene.terrain.terrain_type = "plane"
+    cfg.scene.terrain.terrain_generator = None
+    cfg.sim.njmax = 300
+    cfg.sim.nconmax = None
+    cfg.sim.contact_sensor_maxmatch = 64
+    cfg.sim.mujoco.ccd_iterations = 50
+
+    foot_height = TerrainHeightSensorCfg(
+        name="foot_height_scan",
+        frame=tuple(ObjRef(type="site", name=s, entity="robot") for s in FOOT_SITES),
+        pattern=RingPatternCfg.single_ring(radius=0.02, num_samples=4),
+        ray_alignment="yaw",
+        max_distance=1.0,
+        exclude_parent_body=True,
+        include_geom_groups=(0,),
+    )
+    feet_ground = ContactSensorCfg(
+        name="feet_ground_contact",
+        primary=ContactMatch(mode="geom", pattern=FOOT_GEOMS, entity="robot"),
+        secondary=ContactMatch(mode="body", pattern="terrain"),
+        fields=("found", "force"),
+        reduce="netforce",
+        num_slots=1,
+        track_air_time=True,
+    )
+    cfg.scene.sensors = (foot_height, feet_ground)
+
+    _configure_observations(cfg)
+    _configure_actions(cfg)
+    _configure_commands(cfg)
+    _configure_events(cfg)
+    _configure_rewards(cfg)
+    _configure_terminations(cfg, below_ground_guard)
+
+    cfg.curriculum = {
+        "standing_envs": CurriculumTermCfg(
+            func=duck_mdp.raise_standing_fraction,
+            params={"command_name": "twist", "stages": STANDING_STAGES},
+        ),
+        "action_rate": CurriculumTermCfg(
+            func=envs_mdp.reward_curriculum,
+            params={"reward_name": "action_rate_l2", "stages": ACTION_RATE_STAGES},
+        ),
+    }
+
+    cfg.viewer.body_name = ROOT_BODY
+    cfg.viewer.distance = 0.6
+    cfg.viewer.elevation = -15.0
+
+    if play:
+        _apply_play_overrides(cfg)
+    return cfg
+
+
+def microduck_flat_unguarded_env_cfg(play: bool = False) -> ManagerBasedRlEnvCfg:
+    """The same task without ``below_ground``: how the original run was made before the fix."""
+    return microduck_flat_env_cfg(play=play, below_ground_guard=False)
+
+
+def _configure_observations(cfg: ManagerBasedRlEnvCfg) -> None:
+    actor = cfg.observations["actor"].terms
+    critic = cfg.observations["critic"].terms
+    for group in (actor, critic):
+        group.pop("height_scan", None)
+    # The real robot has no velocity estimator: base linear velocity is critic-only.
+    actor.pop("base_lin_vel", None)
+    # IMU readings arrive 0-1 control steps late, joint velocities one step late.
+    actor["base_ang_vel"] = ObservationTermCfg(
+        func=mdp.builtin_sensor,
+        params={"sensor_name": "robot/imu_ang_vel"},
+        noise=Unoise(n_min=-0.03, n_max=0.03),
+        delay_min_lag=0,
+        delay_max_lag=1,
+    )
+    actor["projected_gravity"] = ObservationTermCfg(
+        func=mdp.projected_gravity,
+        noise=Unoise(n_min=-0.01, n_max=0.01),
+        delay_min_lag=0,
+        delay_max_lag=1,
+    )
+    actor["joint_pos"] = ObservationTermCfg(
+        func=mdp.joint_pos_rel, noise=Unoise(n_min=-0.001, n_max=0.001)
+    )
+    actor["joint_vel"] = ObservationTermCfg(
+        func=mdp.joint_vel_rel,
+        noise=Unoise(n_min=-0.25, n_max=0.25),
+        delay_min_lag=1,
+        delay_max_lag=1,
+    )
+    for name in ("base_ang_vel", "projected_gravity", "joint_pos", "joint_vel"):
+        critic[name] = ObservationTermCfg(func=actor[name].func, params=dict(actor[name].params))
+
+
+def _configure_actions(cfg: ManagerBasedRlEnvCfg) -> None:
+    action = cfg.actions["joint_pos"]
+    assert isinstance(action, JointPositionActionCfg)
+    action.scale = 1.0
+    action.use_default_offset = True
+
+
+def _configure_commands(cfg: ManagerBasedRlEnvCfg) -> None:
+    twist = cfg.commands["twist"]
+    assert isinstance(twist, UniformVelocityCommandCfg)
+    twist.heading_command = False
+    twist.rel_heading_envs = 0.0
+    twist.rel_forward_envs = 0.0
+    twist.rel_standing_envs = STANDING_STAGES[0]["fraction"]
+    twist.ranges = UniformVelocityCommandCfg.Ranges(
+        lin_vel_x=LIN_VEL_X, lin_vel_y=LIN_VEL_Y, ang_vel_z=ANG_VEL_Z, heading=None
+    )
+
+
+def _configure_events(cfg: ManagerBasedRlEnvCfg) -> None:
+    cfg.events["reset_base"].params["pose_range"] = {
+        "x": (-0.5, 0.5),
+        "y": (-0.5, 0.5),
+        "z": (0.0, 0.01),
+        "yaw": (-math.pi, math.pi),
+    }
+    cfg.events["push_robot"].interval_range_s = (3.0, 6.0)
+    cfg.events["push_robot"].params["velocity_range"] = {"x": (-0.3, 0.3), "y": (-0.3, 0.3)}
+    cfg.events["foot_friction"].params["asset_cfg"].geom_names = FOOT_GEOMS
+    cfg.events["foot_friction"].params["ranges"] = (0.7, 1.3)
+    cfg.events["base_com"].params["asset_cfg"].body_names = (ROOT_BODY,)
+    cfg.events["base_com"].params["ranges"] = {i: (-0.003, 0.003) for i in range(3)}
+    cfg.events["body_mass"] = EventTermCfg(
+        mode="startup",
+        func=dr.body_mass,
+        params={
+            "asset_cfg": SceneEntityCfg("robot", body_names=(".*",)),
+            "operation": "scale",
+            "ranges": (0.95, 1.05),
+        },
+    )
+    cfg.events["joint_armature"] = EventTermCfg(
+        mode="startup",
+        func=dr.joint_armature,
+        params={
+            "asset_cfg": SceneEntityCfg("robot", joint_names=(".*",)),
+            "operation": "scale",
+            "ranges": (0.9, 1.1),
+        },
+    )
+
+
+def _configure_rewards(cfg: ManagerBasedRlEnvCfg) -> None:
+    rewards = cfg.rewards
+    rewards["track_linear_velocity"].params["std"] = math.sqrt(0.1)
+    rewards["track_angular_velocity"].params["std"] = math.sqrt(0.5)
+    rewards["upright"].weight = 2.0
+    rewards["upright"].params["std"] = math.sqrt(0.05)
+    rewards["upright"].params["asset_cfg"].body_names = (ROOT_BODY,)
+    pose = rewards["pose"].params
+    pose["std_standing"] = {**_LEG_STD_STANDING, **_HEAD_STD}
+    pose["std_walking"] = {**_LEG_STD_WALKING, **_HEAD_STD}
+    pose["std_running"] = {**_LEG_STD_WALKING, **_HEAD_STD}
+    pose["walking_threshold"] = 0.01
+    rewards["air_time"].weight = 3.0
+    rewards["air_time"].params.update(
+        {"threshold_min": 0.125, "threshold_max": 0.300, "command_threshold": 0.01}
+    )
+    for name in ("foot_clearance", "foot_swing_height"):
+        rewards[name].params["target_height"] = 0.02
+        rewards[name].params["command_threshold"] = 0.01
+    rewards["foot_clearance"].params["asset_cfg"].site_names = FOOT_SITES
+    rewards["foot_slip"].weight = -0.1
+    rewards["foot_slip"].params["command_threshold"] = 0.01
+    rewards["foot_slip"].params["asset_cfg"].site_names = FOOT_SITES
+    rewards["body_ang_vel"].weight = -0.05
+    rewards["body_ang_vel"].params["asset_cfg"].body_names = (ROOT_BODY,)
+    rewards["angular_momentum"].weight = -0.02
+    rewards["action_rate_l2"].weight = ACTION_RATE_STAGES[0]["weight"]
+    rewards.pop("soft_landing", None)
+
+
+def _configure_terminations(cfg: ManagerBasedRlEnvCfg, below_ground_guard: bool) -> None:
+    cfg.terminations = {
+        "time_out": TerminationTermCfg(func=mdp.time_out, time_out=True),
+        "fell_over": TerminationTermCfg(
+            func=mdp.bad_orientation, params={"limit_angle": math.radians(FELL_OVER_LIMIT_DEG)}
+        ),
+        # Non-finite physics must end the episode before it reaches observations and the policy.
+        "nan_state": TerminationTermCfg(func=envs_mdp.nan_detection),
+    }
+    if below_ground_guard:
+        cfg.terminations["below_ground"] = TerminationTermCfg(
+            func=duck_mdp.below_ground, params={"min_height_m": BELOW_GROUND_MIN_HEIGHT_M}
+        )
+
+
+def _apply_play_overrides(cfg: ManagerBasedRlEnvCfg) -> None:
+    cfg.episode_length_s = int(1e9)
+    cfg.observations["actor"].enable_corruption = False
+    cfg.events.pop("push_robot", None)
+    cfg.curriculum = {}
+    twist = cfg.commands["twist"]
+    assert isinstance(twist, UniformVelocityCommandCfg)
+    twist.rel_standing_envs = 0.0

@@ -1,0 +1,417 @@
+"""Training driver: run mjlab's trainer for a MicroDuck task and leave a run record behind.
+
+mjlab's ``train`` command does the learning; this module adds what a book needs around it:
+a fresh timestamped run directory under a git-ignored logs root (nothing is ever overwritten),
+the trainer's own iteration log streamed live and kept in ``train.log``, the TensorBoard scalars
+exported to ``scalars.csv`` with TensorBoard's event reader, a summary in the reference
+chapter's format, and a validated ``record.json`` with provenance. A run that fails still leaves
+a record, with status ``failed`` and the error, never a half-written success.
+
+Resuming copies the chosen checkpoint into the new run's log tree and lets mjlab's own resume
+logic load it (rsl_rl counts *additional* iterations: from model_499 with 1000 more, the last
+file is model_1498.pt). ``publish`` copies a run's record, CSV and slim checkpoints (policy
+weights and observation normaliser, no optimiser state) into ``book/results/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from mjlab_microduck import records
+from mjlab_microduck.tasks.rl_cfg import EXPERIMENT_NAME, STEPS_PER_ENV
+from mjlab_microduck.tasks.velocity import TASK_ID
+
+RESUME_SOURCE_DIR = "resume_source"
+TRAIN_LOG = "train.log"
+FAULT_ENV = "MICRODUCK_FAULT_FROZEN_BROADPHASE"
+_CHECKPOINT_RE = re.compile(r"^model_(\d+)\.pt$")
+
+
+@dataclass
+class TrainRequest:
+    """One training run, in the terms the book uses."""
+
+    name: str
+    task: str = TASK_ID
+    num_envs: int = 64
+    iterations: int = 5
+    seed: int = 42
+    save_interval: int = 100
+    device: str = "cpu"
+    logs_root: Path = Path("logs")
+    resume_from: Path | None = None
+    frozen_broadphase: bool = False
+    profile: str | None = None
+    extra_args: list[str] = field(default_factory=list)
+
+    def mjlab_args(self) -> list[str]:
+        """The arguments mjlab's ``train`` receives (tyro syntax, mjlab's flag names)."""
+        gpu_ids = "None" if self.device == "cpu" else f"[{_cuda_index(self.device)}]"
+        args = [
+            self.task,
+            "--env.scene.num-envs", str(self.num_envs),
+            "--env.seed", str(self.seed),
+            "--agent.seed", str(self.seed),
+            "--agent.max-iterations", str(self.iterations),
+            "--agent.save-interval", str(self.save_interval),
+            "--agent.logger", "tensorboard",
+            "--agent.run-name", self.name,
+            "--agent.upload-model", "False",
+            "--gpu-ids", gpu_ids,
+        ]  # fmt: skip
+        if self.resume_from is not None:
+            args += [
+                "--agent.resume", "True",
+                "--agent.load-run", f"^{RESUME_SOURCE_DIR}$",
+                "--agent.load-checkpoint", f"^{re.escape(self.resume_from.name)}$",
+            ]  # fmt: skip
+        return args + list(self.extra_args)
+
+
+def _cuda_index(device: str) -> int:
+    match = re.fullmatch(r"cuda(?::(\d+))?", device)
+    if not match:
+        raise ValueError(f"device {device!r}: expected cpu, cuda or cuda:N")
+    return int(match.group(1) or 0)
+
+
+def checkpoint_iteration(path: str | Path) -> int:
+    """The iteration number rsl_rl put in a checkpoint's file name (model_499.pt -> 499)."""
+    match = _CHECKPOINT_RE.match(Path(path).name)
+    if not match:
+        raise ValueError(f"{path}: not an rsl_rl checkpoint name (model_<iteration>.pt)")
+    return int(match.group(1))
+
+
+def list_checkpoints(log_dir: str | Path) -> list[Path]:
+    """Checkpoints of one mjlab log directory, in iteration order."""
+    found = [p for p in Path(log_dir).glob("model_*.pt") if _CHECKPOINT_RE.match(p.name)]
+    return sorted(found, key=checkpoint_iteration)
+
+
+def summarize(scalars: pd.DataFrame, num_envs: int, steps_per_env: int = STEPS_PER_ENV) -> dict:
+    """The reference chapter's training table, computed from exported scalars.
+
+    ``transitions`` counts env steps collected by this run only (iterations x envs x steps).
+    Termination terms are rsl_rl's per-iteration means of mjlab's per-reset counts; the guard
+    terms are reported as their maximum and the number of iterations where they were non-zero,
+    since "0 in every iteration" is the claim the book makes about them.
+    """
+    summary: dict[str, float | int | None] = {}
+    iterations = len(scalars)
+    summary["iterations"] = iterations
+    summary["first_iteration"] = int(scalars.index.min()) if iterations else None
+    summary["last_iteration"] = int(scalars.index.max()) if iterations else None
+    summary["transitions"] = iterations * num_envs * steps_per_env
+
+    def first_last_best(column: str, key: str) -> None:
+        series = scalars[column].dropna() if column in scalars else pd.Series(dtype=float)
+        summary[f"{key}_first"] = float(series.iloc[0]) if len(series) else None
+        summary[f"{key}_last"] = float(series.iloc[-1]) if len(series) else None
+        summary[f"{key}_best"] = float(series.max()) if len(series) else None
+
+    first_last_best("Train/mean_reward", "reward")
+    first_last_best("Train/mean_episode_length", "episode_length")
+    first_last_best("Perf/total_fps", "throughput")
+    if "wall_time" in scalars and iterations > 1:
+        summary["wall_time_first_to_last_s"] = float(
+            scalars["wall_time"].iloc[-1] - scalars["wall_time"].iloc[0]
+        )
+    for column in scalars.columns:
+        if column.startswith("Episode_Termination/"):
+            term = column.split("/", 1)[1]
+            series = scalars[column].fillna(0.0)
+            summary[f"{term}_last"] = float(series.iloc[-1])
+            summary[f"{term}_max"] = float(series.max())
+            summary[f"{term}_nonzero_iterations"] = int((series > 0).sum())
+    for column, key in (
+        ("Metrics/twist/error_vel_xy", "error_vel_xy_last"),
+        ("Metrics/twist/error_vel_yaw", "error_vel_yaw_last"),
+    ):
+        if column in scalars and scalars[column].notna().any():
+            summary[key] = float(scalars[column].dropna().iloc[-1])
+    return summary
+
+
+def find_mjlab_log_dir(run_dir: Path) -> Path:
+    """The single log directory mjlab created inside ``run_dir`` (not the resume source)."""
+    root = run_dir / "logs" / "rsl_rl" / EXPERIMENT_NAME
+    candidates = [p for p in root.glob("*") if p.is_dir() and p.name != RESUME_SOURCE_DIR]
+    if len(candidates) != 1:
+        raise RuntimeError(f"{root}: expected one mjlab log directory, found {len(candidates)}")
+    return candidates[0]
+
+
+def _stage_resume(run_dir: Path, checkpoint: Path) -> None:
+    if not checkpoint.is_file():
+        raise FileNotFoundError(f"{checkpoint}: resume checkpoint does not exist")
+    checkpoint_iteration(checkpoint)
+    source = run_dir / "logs" / "rsl_rl" / EXPERIMENT_NAME / RESUME_SOURCE_DIR
+    source.mkdir(parents=True)
+    # A hard link costs nothing and keeps the earlier run's file untouched.
+    try:
+        os.link(checkpoint, source / checkpoint.name)
+    except OSError:
+        shutil.copy2(checkpoint, source / checkpoint.name)
+
+
+def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
+    """Train, export and record. Returns the run directory and its record (ok or failed)."""
+    from mjlab_microduck import provenance
+
+    stream = stream or sys.stdout
+    run_dir = records.new_run_dir(request.logs_root, request.name)
+    command = [
+        sys.executable,
+        "-u",
+        "-m",
+        "mjlab_microduck.train",
+        "--mjlab",
+        *request.mjlab_args(),
+    ]
+    config = {
+        "task": request.task,
+        "num_envs": request.num_envs,
+        "iterations": request.iterations,
+        "seed": {"env": request.seed, "agent": request.seed},
+        "save_interval": request.save_interval,
+        "steps_per_env": STEPS_PER_ENV,
+        "device": request.device,
+        "resume_from": str(request.resume_from) if request.resume_from else None,
+        "resume_from_iteration": (
+            checkpoint_iteration(request.resume_from) if request.resume_from else None
+        ),
+        "frozen_broadphase": request.frozen_broadphase,
+    }
+    record = records.RunRecord(
+        run_id=run_dir.name,
+        kind="train",
+        status="running",
+        command=command,
+        config=config,
+        provenance=provenance.collect(
+            profile=request.profile, command=command, device=request.device
+        ),
+        started_at=records.utc_now_iso(),
+    )
+    records.write_record(record, run_dir)
+    started = time.monotonic()
+    try:
+        if request.resume_from is not None:
+            _stage_resume(run_dir, Path(request.resume_from).resolve())
+        env = dict(os.environ, WANDB_MODE="offline", GIT_PYTHON_REFRESH="quiet")
+        if request.frozen_broadphase:
+            env[FAULT_ENV] = "1"
+        else:
+            env.pop(FAULT_ENV, None)
+        returncode, tail = _run_streaming(command, run_dir, env, stream)
+        if returncode != 0:
+            raise RuntimeError(f"mjlab train exited with status {returncode}: {tail}")
+        log_dir = find_mjlab_log_dir(run_dir)
+        scalars = _export(log_dir, run_dir)
+        checkpoints = list_checkpoints(log_dir)
+        if not checkpoints:
+            raise RuntimeError(f"{log_dir}: training wrote no checkpoint")
+        summary = summarize(scalars, request.num_envs)
+        summary["checkpoints"] = ",".join(p.name for p in checkpoints)
+        summary["last_checkpoint"] = checkpoints[-1].name
+        record = record.model_copy(
+            update={
+                "status": "ok",
+                "summary": summary,
+                "scalars_csv": records.SCALARS_FILENAME,
+                "artifacts": [
+                    records.artifact(run_dir / records.SCALARS_FILENAME, run_dir, "scalars"),
+                    records.artifact(run_dir / TRAIN_LOG, run_dir, "log"),
+                ],
+            }
+        )
+    except BaseException as err:  # noqa: BLE001 - any failure, even Ctrl-C, must be recorded
+        record = record.model_copy(update={"status": "failed", "error": _one_line(err)})
+        if not isinstance(err, Exception):
+            raise
+    finally:
+        record = record.model_copy(
+            update={
+                "finished_at": records.utc_now_iso(),
+                "wall_seconds": round(time.monotonic() - started, 3),
+            }
+        )
+        records.write_record(record, run_dir)
+    return run_dir, record
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(f"{type(err).__name__}: {err}".split())[:2000]
+
+
+def _run_streaming(command: list[str], run_dir: Path, env: dict, stream) -> tuple[int, str]:
+    """Run the trainer, echoing its output live and keeping it in ``train.log``."""
+    tail: list[str] = []
+    with open(run_dir / TRAIN_LOG, "w", encoding="utf-8") as log:
+        proc = subprocess.Popen(
+            command, cwd=run_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, bufsize=1,
+        )  # fmt: skip
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            log.write(line)
+            if _worth_showing(line):
+                stream.write(line)
+                stream.flush()
+            tail = (tail + [line.strip()])[-5:]
+        returncode = proc.wait()
+    return returncode, " | ".join(t for t in tail if t)
+
+
+def _worth_showing(line: str) -> bool:
+    # Warp's per-module compile lines and clang's CPU-feature chatter drown the iteration log.
+    noisy = ("Module ", "warning: invalid feature", "warning generated", "warnings generated")
+    return not line.startswith(noisy)
+
+
+def _export(log_dir: Path, run_dir: Path) -> pd.DataFrame:
+    from mjlab_microduck.tb_export import export_csv
+
+    return export_csv(log_dir, run_dir / records.SCALARS_FILENAME)
+
+
+# ---------------------------------------------------------------- publishing
+
+
+def slim_checkpoint(src: str | Path, dst: str | Path) -> Path:
+    """Keep what a replay needs: policy weights with their observation normaliser, the iteration
+    and the env state (curriculum counter). Critic and optimiser state stay in the logs."""
+    import io
+
+    import torch
+
+    full = torch.load(src, map_location="cpu", weights_only=False)
+    if "actor_state_dict" not in full:
+        raise ValueError(f"{src}: no actor_state_dict (not an rsl_rl 5 checkpoint)")
+    slim = {
+        "actor_state_dict": full["actor_state_dict"],
+        "iter": full.get("iter"),
+        "infos": {"env_state": (full.get("infos") or {}).get("env_state", {})},
+        "slim": True,
+    }
+    buffer = io.BytesIO()
+    torch.save(slim, buffer)
+    return records.atomic_write_bytes(dst, buffer.getvalue())
+
+
+def publish(run_dir: str | Path, dest: str | Path, checkpoint_iterations=()) -> records.RunRecord:
+    """Copy a finished run into the book: record, scalars and chosen slim checkpoints.
+
+    Refuses to overwrite an existing publication; the event files and full checkpoints stay
+    behind in the logs.
+    """
+    run_dir, dest = Path(run_dir), Path(dest)
+    record = records.load_record(run_dir)
+    if record.status != "ok":
+        raise ValueError(f"{run_dir}: run status is {record.status}, only ok runs are published")
+    if dest.exists():
+        raise FileExistsError(f"{dest}: already published; choose a new name")
+    staging = dest.with_name(dest.name + ".partial")
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    records.atomic_copy(run_dir / records.SCALARS_FILENAME, staging / records.SCALARS_FILENAME)
+    artifacts = [records.artifact(staging / records.SCALARS_FILENAME, staging, "scalars")]
+    if checkpoint_iterations:
+        log_dir = find_mjlab_log_dir(run_dir)
+        for it in checkpoint_iterations:
+            src = log_dir / f"model_{it}.pt"
+            slim_checkpoint(src, staging / src.name)
+            artifacts.append(records.artifact(staging / src.name, staging, "checkpoint"))
+    published = record.model_copy(update={"artifacts": artifacts})
+    records.write_record(published, staging)
+    staging.rename(dest)
+    return published
+
+
+# ---------------------------------------------------------------- command line
+
+
+def _mjlab_entry(argv: list[str]) -> None:
+    """Run mjlab's own ``train`` CLI with this package's hooks and tasks loaded."""
+    from mjlab.scripts.train import main as mjlab_train_main
+
+    import mjlab_microduck  # noqa: F401  (hooks + task registration)
+
+    sys.argv = ["train", *argv]
+    mjlab_train_main()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from mjlab_microduck import profiles
+
+    profile = profiles.current()
+    parser = argparse.ArgumentParser(
+        prog="microduck-train",
+        description="Train a MicroDuck task with mjlab/rsl_rl and write a run record.",
+    )
+    parser.add_argument("--name", default="train", help="run name (letters, digits, . _ -)")
+    parser.add_argument("--task", default=TASK_ID)
+    parser.add_argument("--num-envs", type=int, default=profile.main_envs)
+    parser.add_argument("--iterations", type=int, default=profile.main_iterations)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--save-interval", type=int, default=profile.main_save_interval)
+    parser.add_argument("--device", default=profile.device, help="cpu, cuda or cuda:N")
+    parser.add_argument("--logs-root", type=Path, default=Path("logs"))
+    parser.add_argument("--resume-from", type=Path, help="an rsl_rl checkpoint (model_N.pt)")
+    parser.add_argument(
+        "--frozen-broadphase", action="store_true",
+        help="fault injection: reuse the first step's broadphase list (chapter 7)",
+    )  # fmt: skip
+    parser.add_argument("extra", nargs="*", help="extra mjlab arguments after --")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--mjlab"]:
+        _mjlab_entry(argv[1:])
+        return 0
+    from mjlab_microduck import profiles
+
+    args = build_parser().parse_args(argv)
+    problems = []
+    if args.num_envs < 1:
+        problems.append("--num-envs must be at least 1")
+    if args.iterations < 1:
+        problems.append("--iterations must be at least 1")
+    if args.save_interval < 1:
+        problems.append("--save-interval must be at least 1")
+    if args.resume_from is not None and not args.resume_from.is_file():
+        problems.append(f"--resume-from {args.resume_from}: no such checkpoint")
+    if problems:
+        print(f"microduck-train: {'; '.join(problems)}", file=sys.stderr)
+        return 2
+    request = TrainRequest(
+        name=args.name, task=args.task, num_envs=args.num_envs, iterations=args.iterations,
+        seed=args.seed, save_interval=args.save_interval, device=args.device,
+        logs_root=args.logs_root, resume_from=args.resume_from,
+        frozen_broadphase=args.frozen_broadphase, profile=profiles.current().name,
+        extra_args=args.extra,
+    )  # fmt: skip
+    run_dir, record = run(request)
+    print(f"run record: {run_dir / records.RECORD_FILENAME} (status {record.status})")
+    if record.status != "ok":
+        print(f"microduck-train: {record.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

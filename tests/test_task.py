@@ -1,0 +1,93 @@
+"""The MicroDuck task in a real mjlab env on CPU: registration, stepping, terminations."""
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from mjlab.envs import ManagerBasedRlEnv
+from mjlab.tasks.registry import list_tasks
+
+import mjlab_microduck  # noqa: F401  (hooks + registration)
+from mjlab_microduck.tasks.velocity import TASK_ID, UNGUARDED_TASK_ID, microduck_flat_env_cfg
+
+
+def _env(num_envs=4, **kwargs):
+    cfg = microduck_flat_env_cfg(**kwargs)
+    cfg.scene.num_envs = num_envs
+    cfg.seed = 42
+    return ManagerBasedRlEnv(cfg=cfg, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def env():
+    env = _env()
+    env.reset()
+    yield env
+    env.close()
+
+
+def test_tasks_registered_and_listed_by_mjlab_list_envs():
+    assert TASK_ID in list_tasks() and UNGUARDED_TASK_ID in list_tasks()
+    # The console script finds the task through the package's ``mjlab.tasks`` entry point; it
+    # returns the number of tasks as its exit status, so the status is not checked.
+    list_envs = Path(sys.executable).with_name("list-envs")
+    out = subprocess.run([str(list_envs)], capture_output=True, text=True, timeout=300).stdout
+    assert TASK_ID in out and UNGUARDED_TASK_ID in out
+
+
+def test_terminations_are_the_four_guards(env):
+    assert env.termination_manager.active_terms == [
+        "time_out",
+        "fell_over",
+        "nan_state",
+        "below_ground",
+    ]
+    unguarded = microduck_flat_env_cfg(below_ground_guard=False)
+    assert "below_ground" not in unguarded.terminations
+
+
+def test_steps_with_finite_rewards_and_observations(env):
+    actions = torch.zeros(env.num_envs, env.action_manager.total_action_dim)
+    for _ in range(25):
+        obs, reward, terminated, truncated, _ = env.step(actions)
+    assert torch.isfinite(reward).all()
+    assert all(torch.isfinite(v).all() for v in obs.values())
+    assert obs["actor"].shape == (4, 51) and obs["critic"].shape == (4, 66)
+    # Zero action from the home pose: everybody is still up after half a second.
+    assert not terminated.any()
+    z = env.scene["robot"].data.root_link_pos_w[:, 2]
+    assert ((z > 0.09) & (z < 0.125)).all()
+
+
+def _step_once(env):
+    actions = torch.zeros(env.num_envs, env.action_manager.total_action_dim)
+    return env.step(actions)
+
+
+def test_trunk_below_ground_terminates_with_below_ground_not_timeout(env):
+    env.reset()
+    robot = env.scene["robot"]
+    pose = torch.cat(
+        [robot.data.root_link_pos_w.clone(), robot.data.root_link_quat_w.clone()], dim=-1
+    )
+    pose[0, 2] = -0.2
+    robot.write_root_link_pose_to_sim(pose[0:1], env_ids=torch.tensor([0]))
+    env.sim.forward()
+    _step_once(env)
+    tm = env.termination_manager
+    assert bool(tm.get_term("below_ground")[0])
+    assert not bool(tm.time_outs[0])
+    assert bool(tm.terminated[0])
+    assert not bool(tm.get_term("below_ground")[1:].any())
+
+
+def test_non_finite_state_terminates_with_nan_state(env):
+    env.reset()
+    qvel = env.sim.data.qvel
+    qvel[1, 6] = math.nan
+    _step_once(env)
+    assert bool(env.termination_manager.get_term("nan_state")[1])
+    assert not bool(env.termination_manager.get_term("nan_state")[0])
