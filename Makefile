@@ -33,7 +33,8 @@ BOOK_SOURCES := _config.yml _toc.yml $(wildcard book/*.md book/_extra/*) $(wildc
 # Run tools from the chosen environment: its bin/ first on PATH so the notebook kernel
 # ("python3", resolved by jupyter_client) is this environment's Python, and no tracker
 # tries to reach the network.
-RUN := env PATH="$(VENV_ABS)/bin:$$PATH" WANDB_MODE="$${WANDB_MODE:-offline}"
+RUN := env PATH="$(VENV_ABS)/bin:$$PATH" WANDB_MODE="$${WANDB_MODE:-offline}" \
+	MJLAB_WARP_QUIET="$${MJLAB_WARP_QUIET:-1}"
 
 .PHONY: help venv system-deps book test results clean
 
@@ -110,11 +111,12 @@ $(BOOK_INDEX): $(BOOK_SOURCES) $(VENV_STAMP) | system-deps
 test: venv system-deps $(BOOK_INDEX)
 	$(RUN) $(VENV)/bin/python -m pytest tests -q
 
+# Every recorded result, regenerated on this machine into a new folder under logs/results/
+# (never over book/results/). STAGES=main,resume runs a subset; LABEL names the folder.
+STAGES ?= smoke,main,resume,experiment,replay,diagnostics,bench
+LABEL ?= local
 results: venv system-deps
-	@echo "make results: regenerates run records under logs/<timestamp>_<run>/ with profile" \
-	  "$${MICRODUCK_PROFILE:-auto (full on a GPU, else ci)}: smoke runs, the main run," \
-	  "the resume, checkpoint replays, the contact check and the benchmarks."
-	@echo "make results: not wired up yet in this revision; nothing was run."
+	$(RUN) $(VENV)/bin/python -m mjlab_microduck.recipe --stages $(STAGES) --label $(LABEL)
 
 clean:
 	rm -rf _build .pytest_cache

@@ -1,11 +1,14 @@
 """The book's full training recipe as named stages, each a driver run published into the book.
 
-``make results`` (or ``python -m mjlab_microduck.recipe``) regenerates every recorded training
-result on the reader's own GPU: the two smoke runs, the 500-iteration run, the resume to 1500
-and the discarded experiment. Results land in a new folder (by default
+``make results`` (or ``python -m mjlab_microduck.recipe``) regenerates every recorded result on
+the reader's own GPU: the two smoke runs, the 500-iteration run, the resume to 1500, the
+discarded experiment, replays of the kept checkpoints, the diagnostics (doctor, contact check,
+interprocess-event probe) and the benchmark matrix. Results land in a new folder (by default
 ``logs/results/<date>_<label>/``), beside the published ones in ``book/results/``, never over
 them. Stages can run in separate processes: ``main`` and ``resume`` must run in that order,
-the others are independent (on a large GPU at 256 envs they fit side by side).
+the others are independent (on a large GPU at 256 envs they fit side by side); ``replay``
+replays every checkpoint already published in the results folder. Run ``bench`` on an
+otherwise idle GPU: it measures throughput.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from pathlib import Path
 from mjlab_microduck import profiles, records
 from mjlab_microduck.tasks.velocity import TASK_ID, UNGUARDED_TASK_ID
 from mjlab_microduck.train import TrainRequest, checkpoint_iteration, publish, run
+
+ALL_STAGES = ("smoke", "main", "resume", "experiment", "replay", "diagnostics", "bench")
 
 
 @dataclass(frozen=True)
@@ -124,11 +129,63 @@ def run_stage(stage: Stage, logs_root: Path, results_root: Path, profile: profil
     return run_dir
 
 
+def replay_published(results_root: Path, profile: profiles.Profile) -> list[Path]:
+    """Replay every checkpoint published in ``results_root`` (acceptance settings, with MP4)."""
+    from mjlab_microduck.replay import ReplayRequest
+    from mjlab_microduck.replay import run as run_replay
+
+    done = []
+    for record_dir, record in records.find_records(results_root):
+        if record.kind != "train":
+            continue
+        task = str(record.config.get("task", TASK_ID))
+        for item in record.artifacts:
+            if item.kind != "checkpoint":
+                continue
+            checkpoint = record_dir / item.path
+            request = ReplayRequest(
+                checkpoint=checkpoint,
+                task=task,
+                frames=profile.replay_frames,
+                device=profile.device,
+                frozen_broadphase=bool(record.config.get("frozen_broadphase", False)),
+            )
+            name = f"replay_{record_dir.name}_{checkpoint.stem}"
+            run_dir, _ = run_replay(request, results_root, name)
+            print(f"[recipe] replayed {checkpoint} -> {run_dir}")
+            done.append(run_dir)
+    return done
+
+
+def run_diagnostics(results_root: Path, profile: profiles.Profile) -> None:
+    """Doctor JSON, contact check (stock and with the fault) and the IPC-event probe."""
+    import contextlib
+    import io
+    import json
+
+    from mjlab_microduck import doctor
+    from mjlab_microduck.contact_check import run_contact_check
+    from mjlab_microduck.probes import ipc_event
+
+    out = results_root / "diagnostics"
+    out.mkdir(parents=True, exist_ok=True)
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        doctor.main(["--json", "--device", profile.device])
+    records.atomic_write_text(out / "doctor.json", buffer.getvalue())
+    for frozen in (False, True):
+        result = run_contact_check(device=profile.device, frozen_broadphase=frozen)
+        name = "contact_frozen.json" if frozen else "contact.json"
+        records.atomic_write_text(out / name, json.dumps(result.__dict__, indent=2, default=str))
+    for ring in (1, 16):
+        ipc_event.main(["--reuses", "100", "--ring", str(ring), "--out", str(results_root)])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="microduck-recipe", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--stages", default="smoke,main,resume,experiment",
-        help="comma-separated subset of smoke, main, resume, experiment",
+        help="comma-separated subset of " + ", ".join(ALL_STAGES),
     )  # fmt: skip
     parser.add_argument("--logs-root", type=Path, default=Path("logs"))
     parser.add_argument(
@@ -140,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume-from", type=Path, help="checkpoint for the resume stage")
     args = parser.parse_args(argv)
     wanted = [s.strip() for s in args.stages.split(",") if s.strip()]
-    unknown = set(wanted) - {"smoke", "main", "resume", "experiment"}
+    unknown = set(wanted) - set(ALL_STAGES)
     if unknown:
         print(f"microduck-recipe: unknown stage(s): {', '.join(sorted(unknown))}", file=sys.stderr)
         return 2
@@ -166,6 +223,14 @@ def main(argv: list[str] | None = None) -> int:
     if "experiment" in wanted:
         for stage in experiment_stages(profile):
             run_stage(stage, args.logs_root, results, profile)
+    if "replay" in wanted:
+        replay_published(results, profile)
+    if "diagnostics" in wanted:
+        run_diagnostics(results, profile)
+    if "bench" in wanted:
+        from mjlab_microduck import bench
+
+        bench.main(["--device", profile.device, "--out", str(results), "--name", "bench"])
     print(f"[recipe] results in {results}")
     return 0
 
