@@ -53,10 +53,30 @@ class TrainRequest:
     frozen_broadphase: bool = False
     profile: str | None = None
     extra_args: list[str] = field(default_factory=list)
+    gpu_ids: tuple[int, ...] | None = None
+    """Several GPUs of one host: mjlab launches one process per GPU (torchrunx) and seeds
+    rank r with ``seed + r``. None means the single device in ``device``."""
+
+    def gpu_list(self) -> list[int] | None:
+        """The GPUs mjlab gets (``--gpu-ids``); None trains on the CPU."""
+        if self.gpu_ids:
+            return list(self.gpu_ids)
+        return None if self.device == "cpu" else [_cuda_index(self.device)]
+
+    def ranks(self) -> list[dict]:
+        """One entry per training process, as mjlab will start them (rank = local rank)."""
+        gpus = self.gpu_list()
+        if gpus is None:
+            return [{"rank": 0, "device": "cpu", "seed": self.seed}]
+        return [
+            {"rank": rank, "device": f"cuda:{gpu}", "seed": self.seed + rank}
+            for rank, gpu in enumerate(gpus)
+        ]
 
     def mjlab_args(self) -> list[str]:
         """The arguments mjlab's ``train`` receives (tyro syntax, mjlab's flag names)."""
-        gpu_ids = "None" if self.device == "cpu" else f"[{_cuda_index(self.device)}]"
+        gpus = self.gpu_list()
+        gpu_ids = "None" if gpus is None else "[" + ",".join(str(g) for g in gpus) + "]"
         args = [
             self.task,
             "--env.scene.num-envs", str(self.num_envs),
@@ -83,6 +103,28 @@ def _cuda_index(device: str) -> int:
     if not match:
         raise ValueError(f"device {device!r}: expected cpu, cuda or cuda:N")
     return int(match.group(1) or 0)
+
+
+def _rank_provenance(request: TrainRequest) -> list[dict]:
+    """Per-rank seed and device facts. Only the run's first device gets the full provenance
+    block; with several GPUs each rank's device name, architecture and runtime are added."""
+    from mjlab_microduck import provenance
+
+    ranks = request.ranks()
+    if len(ranks) == 1:
+        return ranks
+    out = []
+    for rank in ranks:
+        prov = provenance.collect(device=rank["device"])
+        out.append(
+            {
+                **rank,
+                "device_name": prov.device_name,
+                "arch": prov.arch,
+                "runtime_version": prov.runtime_version,
+            }
+        )
+    return out
 
 
 def checkpoint_iteration(path: str | Path) -> int:
@@ -192,6 +234,8 @@ def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
             checkpoint_iteration(request.resume_from) if request.resume_from else None
         ),
         "frozen_broadphase": request.frozen_broadphase,
+        "gpu_ids": request.gpu_list(),
+        "ranks": _rank_provenance(request),
     }
     record = records.RunRecord(
         run_id=run_dir.name,
@@ -368,6 +412,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--save-interval", type=int, default=profile.main_save_interval)
     parser.add_argument("--device", default=profile.device, help="cpu, cuda or cuda:N")
+    parser.add_argument(
+        "--gpu-ids", default=None, help="several GPUs of this host, e.g. 0,1 (mjlab's launcher)"
+    )
     parser.add_argument("--logs-root", type=Path, default=Path("logs"))
     parser.add_argument("--resume-from", type=Path, help="an rsl_rl checkpoint (model_N.pt)")
     parser.add_argument(
@@ -395,6 +442,12 @@ def main(argv: list[str] | None = None) -> int:
         problems.append("--save-interval must be at least 1")
     if args.resume_from is not None and not args.resume_from.is_file():
         problems.append(f"--resume-from {args.resume_from}: no such checkpoint")
+    gpu_ids = None
+    if args.gpu_ids:
+        try:
+            gpu_ids = tuple(int(g) for g in args.gpu_ids.split(","))
+        except ValueError:
+            problems.append(f"--gpu-ids {args.gpu_ids!r}: expected a comma list such as 0,1")
     if problems:
         print(f"microduck-train: {'; '.join(problems)}", file=sys.stderr)
         return 2
@@ -403,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed, save_interval=args.save_interval, device=args.device,
         logs_root=args.logs_root, resume_from=args.resume_from,
         frozen_broadphase=args.frozen_broadphase, profile=profiles.current().name,
-        extra_args=args.extra,
+        extra_args=args.extra, gpu_ids=gpu_ids,
     )  # fmt: skip
     run_dir, record = run(request)
     print(f"run record: {run_dir / records.RECORD_FILENAME} (status {record.status})")
