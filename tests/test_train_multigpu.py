@@ -5,14 +5,14 @@ rank r with ``agent.seed + r``; these tests check the driver builds exactly that
 mjlab's own parser accepts it (nothing is launched).
 """
 
+import mjlab
 import pytest
 import tyro
-
-import mjlab
-import mjlab_microduck  # noqa: F401  (task registration)
 from mjlab.scripts.train import TrainConfig
-from mjlab_microduck.train import TrainRequest, build_parser, main
+
+import mjlab_microduck  # noqa: F401  (task registration)
 from mjlab_microduck.tasks.velocity import TASK_ID
+from mjlab_microduck.train import TrainRequest, build_parser, main
 
 
 def _parse_with_mjlab(args: list[str]) -> TrainConfig:

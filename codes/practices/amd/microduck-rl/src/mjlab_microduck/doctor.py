@@ -75,8 +75,10 @@ class DoctorReport:
         import pandas as pd
 
         return pd.DataFrame(
-            [{"check": c.name, "value": c.value, "status": c.status, "detail": c.detail}
-             for c in self.checks],
+            [
+                {"check": c.name, "value": c.value, "status": c.status, "detail": c.detail}
+                for c in self.checks
+            ],
             columns=["check", "value", "status", "detail"],
         )
 
@@ -102,8 +104,7 @@ def stack_checks(facts: provenance.RuntimeFacts, require_hip: bool = False) -> l
         Check("backend", facts.backend),
         Check(
             "device",
-            facts.device_name
-            or (provenance.cpu_model() if facts.backend == "cpu" else "unknown"),
+            facts.device_name or (provenance.cpu_model() if facts.backend == "cpu" else "unknown"),
         ),
         Check("architecture", facts.arch or "n/a"),
     ]
@@ -210,7 +211,9 @@ def hip_runtime_check(facts: provenance.RuntimeFacts, maps_text: str | None = No
     paths = hip_runtime_paths(text)
     if not paths:
         return Check(
-            "HIP runtime agreement", "unknown", "warn",
+            "HIP runtime agreement",
+            "unknown",
+            "warn",
             f"no {HIP_RUNTIME_LIB}* mapped in this process (or /proc/self/maps unreadable)",
         )
     if len(paths) == 1:
@@ -240,10 +243,47 @@ def compat_checks() -> list[Check]:
         fix = getattr(status, "fix", "?")
         active = bool(getattr(status, "active", False))
         rows.append(
-            Check(f"compat: {fix}", "active" if active else "inactive", "info",
-                  str(getattr(status, "reason", "")))
+            Check(
+                f"compat: {fix}",
+                "active" if active else "inactive",
+                "info",
+                str(getattr(status, "reason", "")),
+            )
         )
     return rows or [Check("compat fixes", "none reported", "info")]
+
+
+def graph_capture_check(device: str, wp_device: Any | None = None) -> Check:
+    """Would mjlab capture CUDA graphs of the physics step on ``device``?
+
+    Asks mjlab's own ``Simulation._should_use_cuda_graph`` (with this package's vetoes, e.g.
+    eager stepping on HIP) for a stand-in simulation on that device, without building one.
+    On NVIDIA it must say "on": the fixes must not change NVIDIA behaviour.
+    """
+    import contextlib
+    import io
+    from types import SimpleNamespace
+
+    try:
+        from mjlab.sim.sim import Simulation
+
+        if wp_device is None:
+            import warp as wp
+
+            wp_device = wp.get_device(device)
+        probe = SimpleNamespace(wp_device=wp_device)
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            decision = Simulation._should_use_cuda_graph(probe)
+    except Exception as exc:
+        return Check("mjlab graph capture", "unknown", "warn", provenance._one_line(exc))
+    veto = getattr(probe, "_microduck_graph_veto", "")
+    detail = (
+        veto
+        or printed.getvalue().strip()
+        or ("mjlab's decision" if decision else "not a CUDA device")
+    )
+    return Check("mjlab graph capture", "on" if decision else "off", "info", detail)
 
 
 def _field(result: Any, *names: str) -> Any:
@@ -266,7 +306,10 @@ def contact_check(device: str) -> Check:
         result = run(device)
     except Exception as exc:
         return Check(
-            "contact check", "error", "fail", provenance._one_line(exc),
+            "contact check",
+            "error",
+            "fail",
+            provenance._one_line(exc),
             unsupported=f"unsupported: the contact check could not run on {device} "
             f"({provenance._one_line(exc)})",
         )
@@ -284,7 +327,10 @@ def contact_check(device: str) -> Check:
     if passed:
         return Check("contact check", "pass", "ok", detail)
     return Check(
-        "contact check", "FAIL", "fail", detail,
+        "contact check",
+        "FAIL",
+        "fail",
+        detail,
         unsupported=(
             f"unsupported: contacts do not work on {device} ({detail}); a robot would fall "
             f"through the floor, check the broadphase fix (mjlab_microduck.compat)"
@@ -326,6 +372,8 @@ def gather(args: argparse.Namespace) -> DoctorReport:
     report.notes.extend(initialise_gpu_runtimes(facts))
     report.checks.append(hip_runtime_check(facts))
     report.checks.extend(compat_checks())
+    default_device = "cpu" if facts.backend == "cpu" else f"cuda:{facts.device_index}"
+    report.checks.append(graph_capture_check(args.device or default_device))
     if args.no_contact_check:
         report.checks.append(Check("contact check", "skipped", "skip", "--no-contact-check"))
     else:
@@ -333,7 +381,9 @@ def gather(args: argparse.Namespace) -> DoctorReport:
         report.checks.append(contact_check(device))
     if args.ipc_probe:
         result = ipc_event.run_probe(
-            reuses=args.reuses, ring_size=args.ring, timeout_s=args.timeout,
+            reuses=args.reuses,
+            ring_size=args.ring,
+            timeout_s=args.timeout,
             backend=ipc_event.TorchEventBackend(device_index=facts.device_index),
         )
         report.ipc_probe = result.to_dict()
@@ -341,8 +391,9 @@ def gather(args: argparse.Namespace) -> DoctorReport:
     elif args.require_ipc_events:
         report.checks.append(
             ipc_check(
-                ipc_event.IpcProbeResult("skipped", 0, 0, None, args.ring,
-                                         reason="--ipc-probe was not given"),
+                ipc_event.IpcProbeResult(
+                    "skipped", 0, 0, None, args.ring, reason="--ipc-probe was not given"
+                ),
                 require=True,
             )
         )
@@ -359,14 +410,22 @@ def build_parser() -> argparse.ArgumentParser:
         description="Check that this machine's GPU stack is one the MicroDuck book supports.",
     )
     parser.add_argument("--device", default=None, help="device to check (default: first GPU)")
-    parser.add_argument("--json", action="store_true",
-                        help="print the provenance block and the checks as JSON")
-    parser.add_argument("--require-hip", action="store_true",
-                        help="fail unless the backend is HIP (an AMD GPU with the ROCm stack)")
-    parser.add_argument("--no-contact-check", action="store_true",
-                        help="skip the sphere-drop contact check")
-    parser.add_argument("--ipc-probe", action="store_true",
-                        help="run the interprocess-event reuse probe (ROCm 7.2 32-slot bug)")
+    parser.add_argument(
+        "--json", action="store_true", help="print the provenance block and the checks as JSON"
+    )
+    parser.add_argument(
+        "--require-hip",
+        action="store_true",
+        help="fail unless the backend is HIP (an AMD GPU with the ROCm stack)",
+    )
+    parser.add_argument(
+        "--no-contact-check", action="store_true", help="skip the sphere-drop contact check"
+    )
+    parser.add_argument(
+        "--ipc-probe",
+        action="store_true",
+        help="run the interprocess-event reuse probe (ROCm 7.2 32-slot bug)",
+    )
     ipc_event.add_probe_arguments(parser)
     return parser
 
