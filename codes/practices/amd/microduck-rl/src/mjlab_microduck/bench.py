@@ -1016,7 +1016,7 @@ def _close_runner(runner: Any) -> None:
 
 
 def _one_line(err: BaseException) -> str:
-    return " ".join(f"{type(err).__name__}: {err}".split())[:500]
+    return records.error_line(err, limit=500)
 
 
 def _fmt_rate(stats: Stats) -> str:
@@ -1330,19 +1330,11 @@ def run(request: BenchRequest, stream: TextIO | None = None) -> tuple[Path, reco
             }
         )
     except BaseException as err:  # noqa: BLE001 - even Ctrl-C leaves a failed record behind
-        record = record.model_copy(
-            update={"status": "failed", "error": _one_line(err), "summary": results.summary()}
-        )
+        record = records.mark_failed(record, err, summary=results.summary())
         if not isinstance(err, Exception):
             raise
     finally:
-        record = record.model_copy(
-            update={
-                "finished_at": records.utc_now_iso(),
-                "wall_seconds": round(time.monotonic() - started, 3),
-            }
-        )
-        records.write_record(record, run_dir)
+        record = records.finalize(record, run_dir, started)
     return run_dir, record
 
 

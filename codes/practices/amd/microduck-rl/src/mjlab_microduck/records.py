@@ -315,6 +315,35 @@ def utc_now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
+def error_line(err: BaseException, limit: int = 2000) -> str:
+    """An exception as the one line a failed record (or a CLI) shows: type and message."""
+    return " ".join(f"{type(err).__name__}: {err}".split())[:limit]
+
+
+def mark_failed(record: RunRecord, err: BaseException, **updates: Any) -> RunRecord:
+    """The record of a run that raised ``err`` (status failed, the error on one line)."""
+    return record.model_copy(update={"status": "failed", "error": error_line(err), **updates})
+
+
+def finalize(
+    record: RunRecord, run_dir: str | os.PathLike[str], started_monotonic: float
+) -> RunRecord:
+    """Stamp the finish time and wall time, then write the record (atomically) to ``run_dir``.
+
+    Called from a ``finally`` block so a run that fails still leaves its record behind.
+    """
+    import time
+
+    record = record.model_copy(
+        update={
+            "finished_at": utc_now_iso(),
+            "wall_seconds": round(time.monotonic() - started_monotonic, 3),
+        }
+    )
+    write_record(record, run_dir)
+    return record
+
+
 # --------------------------------------------------------------------------- read and write
 
 

@@ -9,13 +9,23 @@ that look fallen, forward displacement and velocity, and the velocity-tracking e
 Frames are rendered offscreen (EGL on a GPU, OSMesa on a CPU) into an H.264 MP4.
 
 Checkpoints may be full rsl_rl files or the slim published form (policy weights, observation
-normaliser, iteration). Bad input fails before anything is written.
+normaliser, iteration). Bad input (a missing, unreadable or ill-fitting checkpoint, frames < 1,
+an unknown task or device, a bad run name) fails with one :class:`ReplayError` line before the
+run directory exists; a failure after it was created removes it again, so a run directory
+always holds a complete replay (trajectory, video, record) or does not exist.
+
+Shadows: MuJoCo renders shadows with an extra depth pass per light. Under OSMesa (software
+rendering on a CPU) that triples the time per frame, so ``shadows=None`` (the default) turns
+them off there and keeps them on with EGL.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
+import re
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -27,6 +37,10 @@ import pandas as pd
 FELL_TRUNK_Z_M = 0.08
 FELL_UPRIGHT = 0.35
 TRAJECTORY_FILENAME = "trajectory.csv"
+VIDEO_FILENAME = "replay.mp4"
+GIF_FILENAME = "replay.gif"
+# records.new_run_dir's rule, checked before the replay runs instead of after it.
+_RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 class ReplayError(Exception):
@@ -48,6 +62,8 @@ class ReplayRequest:
     width: int = 480
     height: int = 360
     frozen_broadphase: bool = False
+    # None: shadows on with EGL, off with OSMesa (see the module docstring).
+    shadows: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -114,6 +130,40 @@ def load_checkpoint(path: Path) -> dict:
     return data
 
 
+def shadows_enabled(request: ReplayRequest) -> bool:
+    """Whether this replay renders shadows (``request.shadows``, else off under OSMesa)."""
+    if request.shadows is not None:
+        return request.shadows
+    return os.environ.get("MUJOCO_GL", "").lower() != "osmesa"
+
+
+def _check_device(device: str) -> None:
+    import torch
+
+    if device == "cpu":
+        return
+    if not re.fullmatch(r"cuda(:\d+)?", device):
+        raise ReplayError(f"device {device!r}: expected cpu, cuda or cuda:N")
+    if not torch.cuda.is_available():
+        raise ReplayError(f"device {device!r}: torch sees no GPU on this machine")
+    index = int(device.partition(":")[2] or 0)
+    if index >= torch.cuda.device_count():
+        raise ReplayError(f"device {device!r}: only {torch.cuda.device_count()} GPU(s) visible")
+
+
+def validate(request: ReplayRequest) -> None:
+    """Reject bad input that can be seen without building the environment (one line each).
+
+    A checkpoint that does not fit the task is found only when the policy is built, inside
+    :func:`simulate`; that, too, happens before anything is written.
+    """
+    if request.frames < 1:
+        raise ReplayError(f"frames must be at least 1 (got {request.frames})")
+    if request.video and (request.width < 16 or request.height < 16):
+        raise ReplayError(f"video size {request.width}x{request.height}: at least 16x16")
+    _check_device(request.device)
+
+
 def _fixed_command_cfg(request: ReplayRequest):
     from mjlab.tasks.registry import list_tasks, load_env_cfg
 
@@ -133,6 +183,7 @@ def _fixed_command_cfg(request: ReplayRequest):
     twist.resampling_time_range = (1.0e9, 1.0e9)
     cfg.viewer.width = request.width
     cfg.viewer.height = request.height
+    cfg.viewer.enable_shadows = shadows_enabled(request)
     return cfg
 
 
@@ -160,8 +211,7 @@ def simulate(request: ReplayRequest, progress: bool = True):
     from mjlab.rl import RslRlVecEnvWrapper
     from tqdm.auto import tqdm
 
-    if request.frames < 1:
-        raise ReplayError(f"frames must be at least 1 (got {request.frames})")
+    validate(request)
     checkpoint = load_checkpoint(Path(request.checkpoint))
     cfg = _fixed_command_cfg(request)
     torch.manual_seed(request.seed)
@@ -244,23 +294,54 @@ def write_gif(path: Path, images: list[np.ndarray], fps: int) -> Path:
 
 
 def run(request: ReplayRequest, out_root: Path, name: str, progress: bool = True):
-    """Replay, then write trajectory CSV, MP4 (and GIF) and record into a new run directory."""
-    from mjlab_microduck import provenance, records
+    """Replay, then write trajectory CSV, MP4 (and GIF) and record into a new run directory.
 
+    Returns ``(run_dir, record)``. Bad input raises :class:`ReplayError` before the directory
+    is created.
+    """
+    from mjlab_microduck import records
+
+    if not _RUN_NAME_RE.match(name):
+        raise ReplayError(f"run name {name!r}: use letters, digits, '.', '_' and '-'")
     started_iso, started = records.utc_now_iso(), time.monotonic()
     trajectory, images, dt = simulate(request, progress=progress)
     metrics = compute_metrics(trajectory, (request.lin_vel_x, request.lin_vel_y), dt)
     run_dir = records.new_run_dir(out_root, name)
+    try:
+        return run_dir, _write_run(
+            run_dir, request, trajectory, images, dt, metrics, started_iso, started
+        )
+    except BaseException:
+        # Never leave a run directory with a trajectory but no video or record behind.
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+
+
+def _write_run(
+    run_dir: Path,
+    request: ReplayRequest,
+    trajectory: pd.DataFrame,
+    images: list[np.ndarray],
+    dt: float,
+    metrics: ReplayMetrics,
+    started_iso: str,
+    started: float,
+):
+    from mjlab_microduck import provenance, records
+
     records.atomic_write_text(run_dir / TRAJECTORY_FILENAME, trajectory.to_csv(index_label="frame"))
     artifacts = [records.artifact(run_dir / TRAJECTORY_FILENAME, run_dir, "trajectory")]
     fps = round(1.0 / dt)
     if request.video:
-        write_mp4(run_dir / "replay.mp4", images, fps)
-        artifacts.append(records.artifact(run_dir / "replay.mp4", run_dir, "video"))
+        write_mp4(run_dir / VIDEO_FILENAME, images, fps)
+        artifacts.append(records.artifact(run_dir / VIDEO_FILENAME, run_dir, "video"))
         if request.gif:
-            write_gif(run_dir / "replay.gif", images, fps)
-            artifacts.append(records.artifact(run_dir / "replay.gif", run_dir, "video"))
+            write_gif(run_dir / GIF_FILENAME, images, fps)
+            artifacts.append(records.artifact(run_dir / GIF_FILENAME, run_dir, "video"))
     config = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(request).items()}
+    # Which weights were replayed, whatever the file is called or wherever it was copied.
+    config["checkpoint_sha256"] = records.sha256_file(request.checkpoint)
+    config["shadows"] = shadows_enabled(request)
     command = [Path(sys.argv[0]).name, *sys.argv[1:]]
     record = records.RunRecord(
         run_id=run_dir.name,
@@ -276,7 +357,7 @@ def run(request: ReplayRequest, out_root: Path, name: str, progress: bool = True
         artifacts=artifacts,
     )
     records.write_record(record, run_dir)
-    return run_dir, record
+    return record
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -293,6 +374,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--no-video", action="store_true")
     parser.add_argument("--gif", action="store_true", help="also write a GIF")
+    parser.add_argument("--width", type=int, default=ReplayRequest.width)
+    parser.add_argument("--height", type=int, default=ReplayRequest.height)
+    parser.add_argument(
+        "--shadows", action=argparse.BooleanOptionalAction, default=None,
+        help="render shadows (default: on with EGL, off with OSMesa)",
+    )  # fmt: skip
     parser.add_argument("--frozen-broadphase", action="store_true", help="chapter 7 fault")
     parser.add_argument("--out", type=Path, default=Path("logs/replays"))
     parser.add_argument("--name", default=None, help="run name (default: checkpoint stem)")
@@ -307,9 +394,11 @@ def main(argv: list[str] | None = None) -> int:
         checkpoint=args.checkpoint, task=args.task, frames=args.frames, seed=args.seed,
         lin_vel_x=args.lin_vel_x, lin_vel_y=args.lin_vel_y, ang_vel_z=args.ang_vel_z,
         device=args.device, video=not args.no_video, gif=args.gif,
-        frozen_broadphase=args.frozen_broadphase,
+        width=args.width, height=args.height, frozen_broadphase=args.frozen_broadphase,
+        shadows=args.shadows,
     )  # fmt: skip
-    name = args.name or f"replay_{args.checkpoint.stem}"
+    # The default name comes from the file name, which may hold any character.
+    name = args.name or re.sub(r"[^A-Za-z0-9._-]", "_", f"replay_{args.checkpoint.stem}")
     try:
         run_dir, record = run(request, args.out, name)
     except ReplayError as err:

@@ -281,22 +281,12 @@ def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
             }
         )
     except BaseException as err:  # noqa: BLE001 - any failure, even Ctrl-C, must be recorded
-        record = record.model_copy(update={"status": "failed", "error": _one_line(err)})
+        record = records.mark_failed(record, err)
         if not isinstance(err, Exception):
             raise
     finally:
-        record = record.model_copy(
-            update={
-                "finished_at": records.utc_now_iso(),
-                "wall_seconds": round(time.monotonic() - started, 3),
-            }
-        )
-        records.write_record(record, run_dir)
+        record = records.finalize(record, run_dir, started)
     return run_dir, record
-
-
-def _one_line(err: BaseException) -> str:
-    return " ".join(f"{type(err).__name__}: {err}".split())[:2000]
 
 
 def _run_streaming(command: list[str], run_dir: Path, env: dict, stream) -> tuple[int, str]:
