@@ -277,3 +277,35 @@ def remove_graph_veto(name: str) -> None:
 def graph_veto_count(name: str) -> int:
     """How many times a veto turned mjlab's graph capture off since it was registered."""
     return _graph_decisions.get(name, 0)
+
+
+class HookState:
+    """The module-level state every compat hook keeps: its patches, its counters and the
+    status of its last install, with the uninstall and report logic they all share."""
+
+    def __init__(self, fix: str, counts: dict[str, int]) -> None:
+        self.fix = fix
+        self.patches = PatchSet()
+        self.counts = counts
+        self.status: HookStatus | None = None
+
+    def active(self) -> HookStatus | None:
+        """The current status when the hook is installed and acting (install is idempotent)."""
+        return self.status if self.status is not None and self.status.active else None
+
+    def set(self, active: bool, reason: str, details: dict[str, Any]) -> HookStatus:
+        self.status = HookStatus(self.fix, active, reason, details)
+        return self.status
+
+    def reset(self) -> None:
+        """Undo every patch and forget counters and status (the hook's ``uninstall``)."""
+        self.patches.revert_all()
+        self.counts.update({key: 0 for key in self.counts})
+        self.status = None
+
+    def report(self, **extra: Any) -> HookStatus:
+        """The last status with live counters (and ``extra`` details) merged in."""
+        if self.status is None:
+            return HookStatus(self.fix, False, "not installed", {})
+        details = {**self.status.details, **self.counts, **extra}
+        return HookStatus(self.fix, self.status.active, self.status.reason, details)

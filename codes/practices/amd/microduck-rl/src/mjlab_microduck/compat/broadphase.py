@@ -39,7 +39,7 @@ from types import ModuleType
 from typing import Any
 
 from mjlab_microduck.compat import _hook
-from mjlab_microduck.compat._hook import HookStatus, PatchSet
+from mjlab_microduck.compat._hook import HookStatus
 
 FIX = "broadphase"
 # Data attributes under which the fork's stored revisions keep the cached candidate context.
@@ -47,9 +47,9 @@ CACHE_DATA_ATTRS = ("_bvh_cached_ctx", "_static_collision_ctx", "_static_cache_v
 # Module-level switch of the opt-in revision (from MJW_HIP_BROADPHASE_CACHE).
 CACHE_MODULE_FLAG = "_BROADPHASE_CACHE_ENABLED"
 
-_patches = PatchSet()
-_status: HookStatus | None = None
-_counts = {"invalidations": 0, "hip_calls": 0}
+_state = _hook.HookState(FIX, {"invalidations": 0, "hip_calls": 0})
+_patches = _state.patches
+_counts = _state.counts
 
 
 def cache_markers(collision_fn: Any) -> set[str]:
@@ -98,9 +98,8 @@ def install(
     ``collision_module`` defaults to ``mujoco_warp._src.collision_driver`` and ``package_module``
     to ``mujoco_warp`` (whose ``collision`` re-export is wrapped too if it is the same function).
     """
-    global _status
-    if _status is not None and _status.active:
-        return _status
+    if _state.active():
+        return _state.active()
     if collision_module is None:
         from mujoco_warp._src import collision_driver as collision_module  # type: ignore
     if package_module is None:
@@ -114,17 +113,16 @@ def install(
     if hasattr(collision_module, CACHE_MODULE_FLAG):
         details[CACHE_MODULE_FLAG] = getattr(collision_module, CACHE_MODULE_FLAG)
     if collision is None or not markers:
-        _status = HookStatus(
-            FIX,
+        _state.set(
             False,
             "this collision driver has no broadphase cache (upstream mujoco_warp): it already "
             "recomputes the broadphase every step",
             details,
         )
-        return _status
+        return _state.status
     if _hook.is_our_wrapper(collision, FIX):
-        _status = HookStatus(FIX, True, "already wrapped", details)
-        return _status
+        _state.set(True, "already wrapped", details)
+        return _state.status
     wrapper = _wrap_collision(collision)
     _patches.replace(collision_module, "collision", wrapper)
     wrapped = [f"{collision_module.__name__}.collision"]
@@ -132,26 +130,18 @@ def install(
         _patches.replace(package_module, "collision", wrapper)
         wrapped.append(f"{package_module.__name__}.collision")
     details["wrapped"] = wrapped
-    _status = HookStatus(
-        FIX,
+    _state.set(
         True,
         "collision driver caches the first broadphase candidate list on HIP "
         f"({', '.join(sorted(markers))}); the cache is dropped before every HIP step",
         details,
     )
-    return _status
+    return _state.status
 
 
 def uninstall() -> None:
-    global _status
-    _patches.revert_all()
-    _counts.update({key: 0 for key in _counts})
-    _status = None
+    _state.reset()
 
 
 def status() -> HookStatus:
-    if _status is None:
-        return HookStatus(FIX, False, "not installed", {})
-    details = dict(_status.details)
-    details.update(_counts)
-    return HookStatus(_status.fix, _status.active, _status.reason, details)
+    return _state.report()

@@ -34,7 +34,7 @@ from types import ModuleType
 from typing import Any
 
 from mjlab_microduck.compat import _hook
-from mjlab_microduck.compat._hook import HookStatus, PatchSet
+from mjlab_microduck.compat._hook import HookStatus
 
 FIX = "hip_stepping"
 ENV_VAR = "WP_HIP_GRAPH_ENABLE"
@@ -42,9 +42,11 @@ ENV_VAR = "WP_HIP_GRAPH_ENABLE"
 # forward.py step: ``_use_graph = hasattr(d, '_hip_graph')`` / ``hasattr(d, '_hip_graphs')``).
 HIP_GRAPH_DATA_ATTRS = ("_hip_graph", "_hip_graphs")
 
-_patches = PatchSet()
-_status: HookStatus | None = None
-_counts = {"graph_conditional_forced_off": 0, "hip_graph_data_attrs_removed": 0}
+_state = _hook.HookState(
+    FIX, {"graph_conditional_forced_off": 0, "hip_graph_data_attrs_removed": 0}
+)
+_patches = _state.patches
+_counts = _state.counts
 
 
 def _hip_capture_veto(sim: Any) -> str | None:
@@ -118,21 +120,19 @@ def install(
     ``mujoco_warp_modules`` are the modules whose ``put_model``/``put_data`` are wrapped (default:
     ``mujoco_warp`` and ``mujoco_warp._src.io``), ``simulation_cls`` defaults to mjlab's.
     """
-    global _status
-    if _status is not None and _status.active:
-        return _status
+    if _state.active():
+        return _state.active()
     facts = _hook.platform_facts()
     on_hip = facts.hip if hip_platform is None else hip_platform
     details: dict[str, Any] = {"platform": facts.summary()}
     if not on_hip:
-        _status = HookStatus(
-            FIX,
+        _state.set(
             False,
             "no HIP evidence (feature checks: Warp +rocm build, torch.version.hip, HIP Warp "
             "devices); graph capture and solver options left to mjlab/mujoco_warp",
             details,
         )
-        return _status
+        return _state.status
 
     user_value = os.environ.get(ENV_VAR)
     if _patches.env_default(ENV_VAR, "0") is not None:
@@ -156,28 +156,19 @@ def install(
     except ImportError as exc:  # mjlab missing: nothing to veto
         details["mjlab_graph_capture"] = f"mjlab not importable ({exc})"
 
-    _status = HookStatus(
-        FIX,
+    _state.set(
         True,
         f"HIP present; eager stepping: {ENV_VAR}={os.environ.get(ENV_VAR)}, mjlab graph capture "
         "off on HIP devices, graph_conditional forced off after put_model on HIP",
         details,
     )
-    return _status
+    return _state.status
 
 
 def uninstall() -> None:
-    global _status
     _hook.remove_graph_veto(FIX)
-    _patches.revert_all()
-    _counts.update({key: 0 for key in _counts})
-    _status = None
+    _state.reset()
 
 
 def status() -> HookStatus:
-    if _status is None:
-        return HookStatus(FIX, False, "not installed", {})
-    details = dict(_status.details)
-    details.update(_counts)
-    details["mjlab_captures_vetoed"] = _hook.graph_veto_count(FIX)
-    return HookStatus(_status.fix, _status.active, _status.reason, details)
+    return _state.report(mjlab_captures_vetoed=_hook.graph_veto_count(FIX))

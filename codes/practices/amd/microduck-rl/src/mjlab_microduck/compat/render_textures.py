@@ -27,13 +27,13 @@ from types import ModuleType
 from typing import Any
 
 from mjlab_microduck.compat import _hook
-from mjlab_microduck.compat._hook import HookStatus, PatchSet
+from mjlab_microduck.compat._hook import HookStatus
 
 FIX = "render_textures"
 
-_patches = PatchSet()
-_status: HookStatus | None = None
-_counts = {"contexts_without_textures": 0, "contexts_passed_through": 0}
+_state = _hook.HookState(FIX, {"contexts_without_textures": 0, "contexts_passed_through": 0})
+_patches = _state.patches
+_counts = _state.counts
 
 
 class NullTexture2D:
@@ -108,20 +108,18 @@ def install(
     ``mujoco_warp`` and ``mujoco_warp._src.io``), ``render_util`` (default
     ``mujoco_warp._src.render_util``) and ``texture_type`` (default ``wp.Texture2D``).
     """
-    global _status
-    if _status is not None and _status.active:
-        return _status
+    if _state.active():
+        return _state.active()
     facts = _hook.platform_facts()
     on_hip = facts.hip if hip_platform is None else hip_platform
     details: dict[str, Any] = {"platform": facts.summary()}
     if not on_hip:
-        _status = HookStatus(
-            FIX,
+        _state.set(
             False,
             "no HIP evidence; render contexts create textures as usual (CPU/CUDA support them)",
             details,
         )
-        return _status
+        return _state.status
     if mujoco_warp_modules is None:
         import mujoco_warp
         from mujoco_warp._src import io as mjw_io
@@ -143,10 +141,8 @@ def install(
         None,
     )
     if target is None:
-        _status = HookStatus(
-            FIX, False, "create_render_context not found or already wrapped", details
-        )
-        return _status
+        _state.set(False, "create_render_context not found or already wrapped", details)
+        return _state.status
     wrapper = _wrap_create_render_context(target, render_util, texture_type)
     wrapped = []
     for module in mujoco_warp_modules:
@@ -154,26 +150,18 @@ def install(
             _patches.replace(module, "create_render_context", wrapper)
             wrapped.append(f"{module.__name__}.create_render_context")
     details["wrapped"] = wrapped
-    _status = HookStatus(
-        FIX,
+    _state.set(
         True,
         "HIP present; render contexts on HIP skip texture creation unless an RGB camera "
         "needs textures (raycast sensors never sample them)",
         details,
     )
-    return _status
+    return _state.status
 
 
 def uninstall() -> None:
-    global _status
-    _patches.revert_all()
-    _counts.update({key: 0 for key in _counts})
-    _status = None
+    _state.reset()
 
 
 def status() -> HookStatus:
-    if _status is None:
-        return HookStatus(FIX, False, "not installed", {})
-    details = dict(_status.details)
-    details.update(_counts)
-    return HookStatus(_status.fix, _status.active, _status.reason, details)
+    return _state.report()
