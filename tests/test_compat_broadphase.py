@@ -18,25 +18,13 @@ they touch, and a contact stops the fall. With a stale list the sphere falls thr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from types import ModuleType, SimpleNamespace
 
 import pytest
+from fakes import CPU, CUDA, HIP, FakeDevice  # noqa: F401
 
 from mjlab_microduck import compat
 from mjlab_microduck.compat import _hook, broadphase
-
-
-@dataclass(frozen=True)
-class FakeDevice:
-    alias: str
-    is_cuda: bool = False
-    is_hip: bool = False
-
-
-CPU = FakeDevice("cpu")
-CUDA = FakeDevice("cuda:0", is_cuda=True)
-HIP = FakeDevice("cuda:0", is_cuda=True, is_hip=True)
 
 RADIUS = 0.05
 MARGIN = 0.01

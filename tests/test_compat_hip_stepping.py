@@ -9,26 +9,14 @@ support from ``wp.is_conditional_graph_supported()``, ``_hip_graph`` attributes 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from types import ModuleType, SimpleNamespace
 
 import mujoco
 import pytest
+from fakes import CPU, CUDA, HIP, FakeDevice  # noqa: F401
 
 from mjlab_microduck import compat
 from mjlab_microduck.compat import _hook, hip_stepping
-
-
-@dataclass(frozen=True)
-class FakeDevice:
-    alias: str
-    is_cuda: bool = False
-    is_hip: bool = False
-
-
-CPU = FakeDevice("cpu")
-CUDA = FakeDevice("cuda:0", is_cuda=True)
-HIP = FakeDevice("cuda:0", is_cuda=True, is_hip=True)
 
 
 class FakeSimulation:

@@ -7,26 +7,13 @@ context itself is the real mujoco_warp 3.8.1 ``create_render_context`` running o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import mujoco
 import pytest
 import warp as wp
+from fakes import CPU, CUDA, HIP, FakeDevice  # noqa: F401
 
 from mjlab_microduck import compat
 from mjlab_microduck.compat import _hook, render_textures
-
-
-@dataclass(frozen=True)
-class FakeDevice:
-    alias: str
-    is_cuda: bool = False
-    is_hip: bool = False
-
-
-CPU = FakeDevice("cpu")
-CUDA = FakeDevice("cuda:0", is_cuda=True)
-HIP = FakeDevice("cuda:0", is_cuda=True, is_hip=True)
 
 _XML = """
 <mujoco>

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import platform
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,13 +203,9 @@ def device_name() -> str:
 
 
 def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown CPU"
+    from mjlab_microduck.provenance import cpu_model
+
+    return cpu_model()
 
 
 def banner(now: _dt.datetime | None = None) -> str:
