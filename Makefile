@@ -91,9 +91,10 @@ EXECUTION_STAMP := _build/.execution-inputs
 define build_book
 	hash="$$($(EXECUTION_INPUTS_HASH))"; \
 	if [ -z "$(KEEP_CACHE)" ] && [ -d _build/.jupyter_cache ] \
-	   && [ "$$(cat $(EXECUTION_STAMP) 2>/dev/null)" != "$$hash" ]; then \
-	  echo "book: package, results or requirements changed since the last execution;" \
-	       "re-executing every chapter"; \
+	   && { [ "$$(cat $(EXECUTION_STAMP) 2>/dev/null)" != "$$hash" ] \
+	        || [ ! -d book/_extra/media ]; }; then \
+	  echo "book: package, results, requirements or generated videos changed since the last" \
+	       "execution; re-executing every chapter"; \
 	  rm -rf _build/.jupyter_cache _build/.doctrees _build/jupyter_execute; \
 	fi; \
 	$(RUN) $(VENV)/bin/jupyter-book build . -W -n --keep-going; \
@@ -119,6 +120,6 @@ results: venv system-deps
 	$(RUN) $(VENV)/bin/python -m mjlab_microduck.recipe --stages $(STAGES) --label $(LABEL)
 
 clean:
-	rm -rf _build .pytest_cache
+	rm -rf _build .pytest_cache book/_extra/media
 	find . \( -name '.venv*' -o -name .git -o -name .rocm-src \) -prune -o \
 	  -name __pycache__ -type d -prune -exec rm -rf {} +

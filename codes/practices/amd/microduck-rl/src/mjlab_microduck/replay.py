@@ -22,12 +22,16 @@ them off there and keeps them on with EGL.
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import os
 import re
 import shutil
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -204,6 +208,43 @@ def _policy(env, task: str, checkpoint: dict, checkpoint_path: Path, device: str
     return runner.get_inference_policy(device=device)
 
 
+@contextmanager
+def _setup_stderr_dropped_on_bad_input() -> Iterator[None]:
+    """Hold what building the environment writes to stderr; drop it if the input was bad.
+
+    mjlab warns about its own configuration and Warp reports a missing CUDA driver while the
+    environment is built. After a successful set-up that text is passed on unchanged (before
+    the progress bar starts); when set-up ends in a :class:`ReplayError` (a checkpoint whose
+    shapes do not fit the task) it is dropped, so bad input reads as the single line the CLI
+    prints. Both Python's ``sys.stderr`` and file descriptor 2 (Warp's C code) are held.
+    """
+    sys.stderr.flush()
+    held_python = io.StringIO()
+    held_fd = tempfile.TemporaryFile()
+    try:
+        saved_fd: int | None = os.dup(2)
+        os.dup2(held_fd.fileno(), 2)
+    except OSError:  # no usable fd 2 (an embedding host): hold the Python stream only
+        saved_fd = None
+    real_stderr, sys.stderr = sys.stderr, held_python
+    bad_input = False
+    try:
+        yield
+    except ReplayError:
+        bad_input = True
+        raise
+    finally:
+        sys.stderr = real_stderr
+        if saved_fd is not None:
+            os.dup2(saved_fd, 2)
+            os.close(saved_fd)
+        if not bad_input:
+            held_fd.seek(0)
+            real_stderr.write(held_fd.read().decode(errors="replace") + held_python.getvalue())
+            real_stderr.flush()
+        held_fd.close()
+
+
 def simulate(request: ReplayRequest, progress: bool = True):
     """Run the replay; returns (trajectory frame, rgb frames, control dt)."""
     import torch
@@ -215,20 +256,23 @@ def simulate(request: ReplayRequest, progress: bool = True):
     checkpoint = load_checkpoint(Path(request.checkpoint))
     cfg = _fixed_command_cfg(request)
     torch.manual_seed(request.seed)
-    from contextlib import nullcontext
-
     from mjlab_microduck import faults
 
     fault = faults.frozen_broadphase() if request.frozen_broadphase else nullcontext()
     with fault:
-        env = ManagerBasedRlEnv(
-            cfg=cfg, device=request.device, render_mode="rgb_array" if request.video else None
-        )
-        try:
-            wrapped = RslRlVecEnvWrapper(env)
-            policy = _policy(
-                wrapped, request.task, checkpoint, Path(request.checkpoint), request.device
+        with _setup_stderr_dropped_on_bad_input():
+            env = ManagerBasedRlEnv(
+                cfg=cfg, device=request.device, render_mode="rgb_array" if request.video else None
             )
+            try:
+                wrapped = RslRlVecEnvWrapper(env)
+                policy = _policy(
+                    wrapped, request.task, checkpoint, Path(request.checkpoint), request.device
+                )
+            except BaseException:
+                env.close()
+                raise
+        try:
             rows, images = [], []
             obs = wrapped.get_observations()
             robot = env.scene["robot"]

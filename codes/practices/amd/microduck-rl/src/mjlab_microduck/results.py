@@ -82,7 +82,7 @@ TRAINING_PANELS: tuple[tuple[str, str | tuple[str, ...]], ...] = (
 CURRICULUM_PANELS: tuple[tuple[str, str | tuple[str, ...]], ...] = (
     ("standing-env fraction", ("Curriculum/standing_envs/rel_standing_envs",)),
     ("action-rate weight", ("Curriculum/action_rate/weight",)),
-    ("command error, xy (episode sum / 400)", ("Metrics/twist/error_vel_xy",)),
+    ("command error xy (episode sum)", ("Metrics/twist/error_vel_xy",)),
 )
 
 
@@ -191,27 +191,34 @@ def published_run(name: str) -> TrainingRun:
     return TrainingRun(record=record, scalars=load_scalars(record, where), where=where)
 
 
-def recipe_results_root() -> Path | None:
-    """The recipe's results folder to read: ``$MICRODUCK_RECIPE_RESULTS`` or the newest one."""
+def recipe_results_folders() -> list[Path]:
+    """Results folders the recipe made, newest first.
+
+    ``$MICRODUCK_RECIPE_RESULTS`` names exactly one folder; otherwise every
+    ``<repo>/logs/results/<timestamp>_<label>`` folder, newest first (the names sort by time).
+    """
     value = os.environ.get(RECIPE_RESULTS_ENV_VAR, "").strip()
     if value:
-        return Path(value)
+        return [Path(value)]
     root = repo_root()
     base = (root if root is not None else Path.cwd()) / "logs" / "results"
-    folders = sorted(p for p in base.glob("*") if p.is_dir()) if base.is_dir() else []
-    return folders[-1] if folders else None
+    if not base.is_dir():
+        return []
+    return sorted((p for p in base.iterdir() if p.is_dir()), reverse=True)
 
 
 def recipe_run(stage: str) -> TrainingRun | None:
-    """The ok run the recipe published as ``stage`` (e.g. ``train_500``) on this machine.
+    """The newest ok run the recipe published as ``stage`` (e.g. ``train_500``) on this machine.
 
-    Looks in :func:`recipe_results_root`; None when the recipe has not made that stage yet.
+    A results folder made with only some stages (``--stages smoke``) does not hide an older
+    folder that has this one. None when no folder has it yet.
     """
-    folder = recipe_results_root()
-    if folder is None or not (folder / stage / records.RECORD_FILENAME).is_file():
-        return None
-    run = load_run(folder / stage)
-    return run if run.record.status == "ok" else None
+    for folder in recipe_results_folders():
+        if (folder / stage / records.RECORD_FILENAME).is_file():
+            run = load_run(folder / stage)
+            if run.record.status == "ok":
+                return run
+    return None
 
 
 # --------------------------------------------------------------------------- live runs
@@ -374,8 +381,10 @@ def training_column(record: records.RunRecord) -> dict[str, Any]:
             s.get("reward_first"), s.get("reward_last"), s.get("reward_best"), 4
         ),
         "mean episode length (first → last)": _first_last_best(
-            s.get("episode_length_first"), s.get("episode_length_last"),
-            s.get("episode_length_best"), 2,
+            s.get("episode_length_first"),
+            s.get("episode_length_last"),
+            s.get("episode_length_best"),
+            2,
         ),  # fmt: skip
         "final / best throughput (steps/s)": _throughput(
             s.get("throughput_last"), s.get("throughput_best")
@@ -404,9 +413,7 @@ def _reference_training_column() -> dict[str, Any]:
     }
 
 
-def training_table(
-    runs: Mapping[str, records.RunRecord], reference: bool = False
-) -> pd.DataFrame:
+def training_table(runs: Mapping[str, records.RunRecord], reference: bool = False) -> pd.DataFrame:
     """The seed's training table, one column per labelled run (plus the R9700 reference).
 
     Rows name the run, machine and profile first, so a column is never read without its source.
@@ -483,7 +490,8 @@ def cumulative_summary(first: records.RunRecord, second: records.RunRecord) -> d
         "wall_time_first_to_last_s": walls,
         "episode_length_growth": (
             b["episode_length_last"] / a["episode_length_first"]
-            if a.get("episode_length_first") else None
+            if a.get("episode_length_first")
+            else None
         ),  # fmt: skip
     }
 
@@ -515,8 +523,10 @@ def cumulative_column(first: records.RunRecord, second: records.RunRecord) -> di
             b.get("reward_first"), b.get("reward_last"), b.get("reward_best"), 4
         ),
         "stage-2 mean episode length (first → last)": _first_last_best(
-            b.get("episode_length_first"), b.get("episode_length_last"),
-            b.get("episode_length_best"), 2,
+            b.get("episode_length_first"),
+            b.get("episode_length_last"),
+            b.get("episode_length_best"),
+            2,
         ),  # fmt: skip
         "stage-2 final / best throughput (steps/s)": _throughput(
             b.get("throughput_last"), b.get("throughput_best")
@@ -571,6 +581,80 @@ def cumulative_table(
     return frame
 
 
+def acceptance_checks(first: records.RunRecord, second: records.RunRecord) -> pd.DataFrame:
+    """The issue's acceptance criteria for the resumed run, measured, with whether each holds.
+
+    ``nan_state`` and ``below_ground`` must be 0 in every iteration of the resumed stage, and
+    the mean episode length at its end at least 10 times its value at iteration 0 of stage one.
+    """
+    import pandas as pd
+
+    b = second.summary
+    growth = cumulative_summary(first, second)["episode_length_growth"]
+    rows = []
+    for term in ("nan_state", "below_ground"):
+        nonzero = b.get(f"{term}_nonzero_iterations")
+        rows.append({
+            "criterion": f"{term} 0 in every iteration of the resumed stage",
+            "measured": term_text(b, term),
+            "met": nonzero == 0,
+        })  # fmt: skip
+    rows.append({
+        "criterion": "episode length at the end >= 10 x at iteration 0",
+        "measured": "n/a" if growth is None else (
+            f"{b['episode_length_last']:.2f} / {first.summary['episode_length_first']:.2f} "
+            f"= {growth:.1f}x"
+        ),
+        "met": growth is not None and growth >= 10,
+    })  # fmt: skip
+    return pd.DataFrame(rows).set_index("criterion")
+
+
+def expected_checkpoints(first_iteration: int, iterations: int, save_interval: int) -> list[str]:
+    """The checkpoint names rsl_rl writes, by its own rule.
+
+    ``OnPolicyRunner.learn`` runs iterations ``first .. first + iterations - 1``, saves
+    ``model_<it>.pt`` whenever ``it % save_interval == 0`` and once more after the last
+    iteration. ``first`` is 0 from scratch, and the loaded checkpoint's iteration on resume.
+    """
+    last = first_iteration + iterations - 1
+    saved = {it for it in range(first_iteration, last + 1) if it % save_interval == 0}
+    return [f"model_{it}.pt" for it in sorted(saved | {last})]
+
+
+def curriculum_schedule(iterations: int) -> pd.DataFrame:
+    """The task's curricula over PPO iterations, from its stage tables (the plan, not a run).
+
+    Both curricula switch on ``env.common_step_counter`` (env steps per env); iteration ``i``
+    starts at step ``i * STEPS_PER_ENV``. Columns are named like the logged scalars so the
+    frame plots with :data:`CURRICULUM_PANELS`.
+    """
+    import pandas as pd
+
+    from mjlab_microduck.tasks.mdp import standing_fraction_at
+    from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
+    from mjlab_microduck.tasks.velocity import ACTION_RATE_STAGES, STANDING_STAGES
+
+    def weight_at(step: int) -> float:
+        weight = float("nan")
+        for stage in ACTION_RATE_STAGES:  # like mjlab's reward_curriculum: last stage reached
+            if step >= stage["step"]:
+                weight = stage["weight"]
+        return weight
+
+    steps = [i * STEPS_PER_ENV for i in range(iterations)]
+    frame = pd.DataFrame(
+        {
+            "Curriculum/standing_envs/rel_standing_envs": [
+                standing_fraction_at(st, STANDING_STAGES) for st in steps
+            ],
+            "Curriculum/action_rate/weight": [weight_at(st) for st in steps],
+        },
+        index=pd.RangeIndex(iterations, name="iteration"),
+    )
+    return frame
+
+
 # --------------------------------------------------------------------------- curves
 
 
@@ -593,6 +677,7 @@ def plot_training(
     """
     import matplotlib.pyplot as plt
     import pandas as pd
+    from matplotlib.ticker import MaxNLocator
 
     if isinstance(stages, pd.DataFrame):
         stages = {"": stages}
@@ -620,8 +705,9 @@ def plot_training(
                 else:
                     colour = colours[s % len(colours)]
                     legend = label or None
+                marker = "o" if len(frame) <= 20 else None  # a mini-run has a few points
                 axis.plot(frame.index, frame[column], styles[s % len(styles)], color=colour,
-                          linewidth=1.3, label=legend)  # fmt: skip
+                          linewidth=1.3, marker=marker, markersize=4, label=legend)  # fmt: skip
         for label in labels[1:]:
             axis.axvline(stages[label].index.min(), color="grey", linestyle=":", linewidth=1)
         axis.set_ylabel(panel_title, fontsize=9)
@@ -629,6 +715,7 @@ def plot_training(
         if axis.get_legend_handles_labels()[0]:
             axis.legend(fontsize=8, loc="best")
     axes[-1, 0].set_xlabel("PPO iteration")
+    axes[-1, 0].xaxis.set_major_locator(MaxNLocator(integer=True))
     if title:
         fig.suptitle(title)
     fig.tight_layout()

@@ -1,0 +1,451 @@
+"""Checkpoint replay and acceptance: metrics, bad input, MP4 and record, the published checkpoint.
+
+What this proves, with the real mjlab on CPU:
+
+* ``compute_metrics`` turns scripted trajectories into exactly the expected numbers
+  (displacement along the first heading, body-frame velocity and its error, fell-like frames);
+* bad input (missing, corrupt or ill-fitting checkpoint, frames < 1, unknown task, a bad run
+  name) gives one line on stderr, exit status 2, and no run directory, MP4 or record; a failure
+  after the run directory was created removes it again;
+* a short replay writes an H.264 MP4 with one frame per control step and a record whose
+  artifacts match their SHA-256;
+* the published model_499 replayed with the book's protocol on CPU has no termination and
+  never looks fallen, and the same checkpoint sinks through the floor with the fault on;
+* the acceptance rules of chapter 6 (stable, walks, ranking) reproduce the original chapter's
+  conclusion from its reported figures, and discovery from ``book/results`` finds the published
+  checkpoints and their recorded replays.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from mjlab_microduck import acceptance, faults, records, replay
+from mjlab_microduck.replay import ReplayError, ReplayRequest, compute_metrics
+
+REPO = Path(__file__).resolve().parents[1]
+PKG = REPO / "codes/practices/amd/microduck-rl"
+SCRIPT = PKG / "scripts/render_mjlab_checkpoint.py"
+RESULTS = REPO / "book/results"
+MODEL_499 = RESULTS / "h200_train_500/model_499.pt"
+DT = 0.02
+
+
+@pytest.fixture(autouse=True)
+def fault_off():
+    faults.disable()
+    yield
+    faults.disable()
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+def scripted(n: int, heading: float, speed: float, lateral: float = 0.0, **columns) -> pd.DataFrame:
+    """A robot moving at ``speed`` along ``heading`` (and ``lateral`` to its left) for n frames."""
+    t = np.arange(n) * DT
+    fwd = np.array([math.cos(heading), math.sin(heading)])
+    left = np.array([-math.sin(heading), math.cos(heading)])
+    xy = np.outer(t * speed, fwd) + np.outer(t * lateral, left) + np.array([1.0, -2.0])
+    frame = pd.DataFrame({
+        "x": xy[:, 0], "y": xy[:, 1], "z": np.full(n, 0.11), "yaw": heading, "yaw0": heading,
+        "vx_b": speed, "vy_b": lateral, "upright": np.ones(n), "done": np.zeros(n, dtype=bool),
+    })  # fmt: skip
+    for name, values in columns.items():
+        frame[name] = values
+    return frame
+
+
+def test_metrics_of_a_straight_walk():
+    m = compute_metrics(scripted(201, heading=0.0, speed=0.1), (0.15, 0.0), DT)
+    assert m.frames == 201 and m.duration_s == pytest.approx(4.02)
+    assert m.forward_displacement_m == pytest.approx(0.1 * 200 * DT)  # 200 intervals
+    assert m.mean_forward_velocity_mps == pytest.approx(0.1)
+    assert m.mean_abs_velocity_error_mps == pytest.approx(0.05)
+    assert (m.done_count, m.fell_like_frames, m.fell_like_fraction) == (0, 0, 0.0)
+    assert m.min_trunk_z_m == pytest.approx(0.11) and m.min_upright_proxy == 1.0
+
+
+@pytest.mark.parametrize("heading", [math.pi / 2, -2.5, math.pi])
+def test_displacement_is_measured_along_the_first_heading(heading):
+    forward = compute_metrics(scripted(101, heading=heading, speed=0.2), (0.15, 0.0), DT)
+    assert forward.forward_displacement_m == pytest.approx(0.2 * 100 * DT)
+    # Sideways motion at the same speed moves the robot, but not forward.
+    sideways = compute_metrics(
+        scripted(101, heading=heading, speed=0.0, lateral=0.2), (0.15, 0.0), DT
+    )
+    assert sideways.forward_displacement_m == pytest.approx(0.0, abs=1e-12)
+    assert sideways.mean_forward_velocity_mps == 0.0
+    # Error is the norm of the planar error: (0.15, 0.2) -> 0.25.
+    assert sideways.mean_abs_velocity_error_mps == pytest.approx(0.25)
+
+
+def test_backwards_walk_has_negative_displacement_and_velocity():
+    m = compute_metrics(scripted(51, heading=0.7, speed=-0.05), (0.15, 0.0), DT)
+    assert m.forward_displacement_m == pytest.approx(-0.05 * 50 * DT)
+    assert m.mean_forward_velocity_mps == pytest.approx(-0.05)
+    assert m.mean_abs_velocity_error_mps == pytest.approx(0.2)
+
+
+def test_fell_like_frames_and_terminations_are_counted():
+    n = 10
+    z = np.full(n, 0.11)
+    upright = np.ones(n)
+    done = np.zeros(n, dtype=bool)
+    z[2] = 0.05  # low trunk
+    upright[5] = 0.2  # on its side
+    z[7], upright[7] = 0.0, 0.1  # both: still one frame
+    z[8] = replay.FELL_TRUNK_Z_M  # exactly at the limit is not fallen
+    done[[3, 7]] = True
+    m = compute_metrics(
+        scripted(n, heading=0.0, speed=0.0, z=z, upright=upright, done=done), (0.15, 0.0), DT
+    )
+    assert m.fell_like_frames == 3
+    assert m.fell_like_fraction == pytest.approx(0.3)
+    assert m.done_count == 2
+    assert m.min_trunk_z_m == 0.0 and m.min_upright_proxy == pytest.approx(0.1)
+
+
+def test_empty_trajectory_is_an_error():
+    with pytest.raises(ReplayError, match="no frames"):
+        compute_metrics(scripted(0, 0.0, 0.0), (0.15, 0.0), DT)
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+@pytest.fixture(scope="module")
+def bad_checkpoints(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bad")
+    (folder / "corrupt.pt").write_bytes(os.urandom(256))
+    torch.save({"something": 1}, folder / "no_policy.pt")
+    data = torch.load(MODEL_499, map_location="cpu", weights_only=False)
+    weight = data["actor_state_dict"]["mlp.0.weight"]
+    # One more observation than the task provides: the first layer's in_features no longer fit.
+    data["actor_state_dict"]["mlp.0.weight"] = torch.zeros(weight.shape[0], weight.shape[1] + 1)
+    torch.save(data, folder / "wrong_shape.pt")
+    return folder
+
+
+def _stderr_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize(
+    ("case", "extra", "message"),
+    [
+        ("missing", [], r"checkpoint .*missing\.pt: no such file"),
+        ("corrupt", [], r"checkpoint .*corrupt\.pt: not a readable torch file"),
+        ("no_policy", [], r"no policy weights \(actor_state_dict\)"),
+        ("wrong_shape", [], r"does not fit task Mjlab-Velocity-Flat-MicroDuck: size mismatch"),
+        ("model_499", ["--frames", "0"], r"frames must be at least 1 \(got 0\)"),
+        ("model_499", ["--task", "Mjlab-No-Such-Task"], r"unknown task 'Mjlab-No-Such-Task'"),
+        ("model_499", ["--name", "bad name"], r"run name 'bad name'"),
+        ("model_499", ["--device", "cuda:7"], r"device 'cuda:7'"),
+    ],
+    ids=["missing", "corrupt", "no-policy", "wrong-shape", "frames-0", "unknown-task",
+         "bad-name", "bad-device"],
+)  # fmt: skip
+def test_bad_input_one_line_exit_2_nothing_written(
+    case, extra, message, bad_checkpoints, tmp_path, capfd
+):
+    checkpoint = MODEL_499 if case == "model_499" else bad_checkpoints / f"{case}.pt"
+    out = tmp_path / "out"
+    capfd.readouterr()
+    status = replay.main([str(checkpoint), "--out", str(out), "--frames", "5", *extra])
+    captured = capfd.readouterr()
+    lines = _stderr_lines(captured.err)
+    assert status == 2
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("microduck-replay: ")
+    assert re.search(message, lines[0]), lines[0]
+    assert not out.exists(), "no run directory may be created for bad input"
+
+
+def test_run_validates_before_creating_the_run_directory(tmp_path):
+    request = ReplayRequest(checkpoint=MODEL_499, frames=0, video=False)
+    with pytest.raises(ReplayError):
+        replay.run(request, tmp_path / "out", "x", progress=False)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_failure_after_the_run_directory_exists_removes_it(tmp_path, monkeypatch):
+    images = [np.zeros((16, 16, 3), dtype=np.uint8)] * 3
+    monkeypatch.setattr(
+        replay, "simulate", lambda request, progress=True: (scripted(3, 0.0, 0.1), images, DT)
+    )
+
+    def broken_encoder(path, images, fps):
+        (path.parent / ".half-written").write_bytes(b"x")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(replay, "write_mp4", broken_encoder)
+    out = tmp_path / "out"
+    with pytest.raises(OSError, match="disk full"):
+        replay.run(ReplayRequest(checkpoint=MODEL_499, frames=3), out, "x", progress=False)
+    assert list(out.iterdir()) == []
+
+
+def test_cli_script_gives_one_line_for_a_checkpoint_that_does_not_fit(bad_checkpoints, tmp_path):
+    """The thin script, in a fresh process: building the environment prints mjlab's warnings
+    and Warp's driver notice on stderr, which must not bury the one line of a bad input."""
+    env = dict(os.environ, PYTHONPATH=str(PKG / "src"))
+    env.pop("PYTHONWARNINGS", None)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), str(bad_checkpoints / "wrong_shape.pt"),
+         "--out", str(tmp_path / "o"), "--frames", "5"],
+        check=False, capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    lines = _stderr_lines(proc.stderr)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("microduck-replay: checkpoint ")
+    assert "does not fit task Mjlab-Velocity-Flat-MicroDuck: size mismatch" in lines[0]
+    assert not (tmp_path / "o").exists()
+
+
+# ----------------------------------------------------------------------------- real replays
+
+
+def _video_codec_and_size(path: Path) -> tuple[str, str]:
+    import imageio_ffmpeg
+
+    probe = subprocess.run(
+        [imageio_ffmpeg.get_ffmpeg_exe(), "-hide_banner", "-i", str(path)],
+        check=False, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    stream = next(line for line in probe.stderr.splitlines() if "Video:" in line)
+    codec = stream.split("Video:", 1)[1].split()[0]
+    size = re.search(r"(\d{2,5}x\d{2,5})", stream).group(1)
+    pix_fmt = "yuv420p" if "yuv420p" in stream else "other"
+    return codec, f"{size} {pix_fmt}"
+
+
+def test_short_replay_writes_h264_mp4_and_a_verified_record(tmp_path):
+    import imageio_ffmpeg
+
+    frames = 12
+    request = ReplayRequest(checkpoint=MODEL_499, frames=frames, width=160, height=120)
+    run_dir, record = replay.run(request, tmp_path, "short", progress=False)
+
+    video = run_dir / replay.VIDEO_FILENAME
+    assert imageio_ffmpeg.count_frames_and_secs(str(video)) == (frames, pytest.approx(0.24))
+    assert _video_codec_and_size(video) == ("h264", "160x120 yuv420p")
+
+    loaded = records.load_record(run_dir)
+    assert loaded == record
+    assert (loaded.kind, loaded.status) == ("replay", "ok")
+    checked = records.verify_artifacts(loaded, run_dir)
+    assert sorted(p.name for p in checked) == ["replay.mp4", "trajectory.csv"]
+    assert {a.kind for a in loaded.artifacts} == {"video", "trajectory"}
+    assert loaded.config["checkpoint_sha256"] == records.sha256_file(MODEL_499)
+    assert loaded.config["shadows"] is False  # OSMesa on this CPU machine
+    assert loaded.summary["frames"] == frames
+    assert loaded.summary["duration_s"] == pytest.approx(frames * DT)
+    trajectory = acceptance.load_trajectory(run_dir)
+    assert len(trajectory) == frames
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "record.json", "replay.mp4", "trajectory.csv"
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "device",
+    [
+        "cpu",
+        pytest.param(
+            "cuda:0",
+            marks=[
+                pytest.mark.gpu,
+                pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU"),
+            ],
+        ),
+    ],
+)
+def test_published_model_499_stands_for_4_seconds(device):
+    """The book's protocol: 200 frames, seed 42, lin_vel_x 0.15 m/s, no video."""
+    request = ReplayRequest(checkpoint=MODEL_499, device=device, video=False)
+    assert (request.frames, request.seed, request.lin_vel_x) == (200, 42, 0.15)
+    trajectory, images, dt = replay.simulate(request, progress=False)
+    m = compute_metrics(trajectory, (request.lin_vel_x, request.lin_vel_y), dt)
+    assert images == [] and dt == pytest.approx(DT)
+    assert m.frames == 200 and m.duration_s == pytest.approx(4.0)
+    assert m.done_count == 0
+    assert m.min_trunk_z_m > 0.08
+    assert m.fell_like_fraction == 0.0
+    assert m.min_upright_proxy > 0.9
+    assert acceptance.verdict(m.__dict__).stable
+
+
+def test_the_same_checkpoint_sinks_with_the_fault_on():
+    request = ReplayRequest(
+        checkpoint=MODEL_499, frames=50, video=False, frozen_broadphase=True,
+        task="Mjlab-Velocity-Flat-MicroDuck-Unguarded",
+    )  # fmt: skip
+    trajectory, _, dt = replay.simulate(request, progress=False)
+    m = compute_metrics(trajectory, (0.15, 0.0), dt)
+    assert m.min_trunk_z_m < -1.0  # one second of free fall
+    assert m.done_count == 0  # nothing in the unguarded task notices
+    assert not faults.is_enabled()  # the replay switched its fault off again
+
+
+# ----------------------------------------------------------------------------- acceptance rules
+
+
+def summary(velocity=0.1, done=0, fell=0.0, error=0.1, z=0.11, upright=0.99) -> dict:
+    return {
+        "mean_forward_velocity_mps": velocity, "done_count": done, "fell_like_fraction": fell,
+        "mean_abs_velocity_error_mps": error, "min_trunk_z_m": z, "min_upright_proxy": upright,
+        "forward_displacement_m": velocity * 4,
+    }  # fmt: skip
+
+
+def test_verdict_stable_and_walking():
+    assert acceptance.MIN_FORWARD_VELOCITY_MPS == pytest.approx(0.075)
+    walks = acceptance.verdict(summary(velocity=0.08))
+    assert (walks.stable, walks.walks) == (True, True)
+    stands = acceptance.verdict(summary(velocity=0.07))
+    assert (stands.stable, stands.walks) == (True, False)
+    assert "does not walk" in stands.reason
+    fell = acceptance.verdict(summary(velocity=0.3, fell=0.01))
+    assert (fell.stable, fell.walks) == (False, False)
+    ended = acceptance.verdict(summary(velocity=0.3, done=1))
+    assert (ended.stable, ended.walks) == (False, False) and "1 termination" in ended.reason
+    missing = acceptance.verdict({"mean_forward_velocity_mps": 0.3})
+    assert not missing.stable
+
+
+def test_ranking_prefers_stable_then_faster_then_more_accurate():
+    rows = {
+        "model_100.pt": summary(velocity=0.5, done=2),  # fast but falls
+        "model_200.pt": summary(velocity=0.09, error=0.08),
+        "model_300.pt": summary(velocity=0.09, error=0.07),  # same speed, better tracking
+        "model_400.pt": summary(velocity=0.02),
+    }
+    assert acceptance.rank_checkpoints(rows) == [
+        "model_300.pt", "model_200.pt", "model_400.pt", "model_100.pt"
+    ]  # fmt: skip
+    tie = {"model_1.pt": summary(), "model_2.pt": summary()}
+    assert acceptance.rank_checkpoints(tie)[0] == "model_2.pt"  # later iteration
+
+
+def test_rules_reproduce_the_reported_conclusion():
+    rows = acceptance.reference_rows()
+    assert list(rows) == [
+        "model_499.pt", "model_750.pt", "model_1000.pt", "model_1250.pt", "model_1498.pt"
+    ]  # fmt: skip
+    # The reported minima imply that no frame looked fallen.
+    assert all(r["fell_like_fraction"] == 0.0 for r in rows.values())
+    assert acceptance.rank_checkpoints(rows)[0] == "model_750.pt"
+    assert not acceptance.verdict(rows["model_499.pt"]).walks  # stands but does not walk
+    assert acceptance.verdict(rows["model_750.pt"]).walks
+    assert not acceptance.verdict(rows["model_1498.pt"]).walks  # stable, not the best tracker
+    sentence = acceptance.acceptance_sentence(rows)
+    assert sentence.startswith("2 of the 5 replayed checkpoints walk") and "model_750" in sentence
+    only = acceptance.acceptance_sentence({"model_499.pt": rows["model_499.pt"]})
+    assert "not met yet" in only
+    table = acceptance.reference_table()
+    assert list(table.columns) == list(acceptance.TABLE_COLUMNS)
+    assert set(table["fell-like fraction"]) == {"0 (implied by the minima)"}
+
+
+def test_implied_fell_like_fraction_needs_both_minima_above_the_limits():
+    assert acceptance.implied_fell_like_fraction(summary(z=0.09, upright=0.5)) == 0.0
+    assert acceptance.implied_fell_like_fraction(summary(z=0.07, upright=0.99)) is None
+    assert acceptance.implied_fell_like_fraction(summary(z=0.11, upright=0.3)) is None
+    assert acceptance.implied_fell_like_fraction({}) is None
+
+
+def test_device_comparison_shows_both_values_and_the_difference():
+    live = {"model_1.pt": summary(velocity=0.1, z=0.11)}
+    recorded = {"model_1.pt": summary(velocity=0.12, z=0.105), "model_2.pt": summary()}
+    table = acceptance.device_comparison(live, recorded, "cpu", "gpu")
+    assert list(table.index) == [("model_1.pt", "cpu"), ("model_1.pt", "gpu"),
+                                 ("model_1.pt", "difference")]  # fmt: skip
+    velocity = table["mean forward velocity (m/s)"]
+    assert velocity.tolist() == pytest.approx([0.1, 0.12, 0.02])
+    assert table["min trunk z (m)"].iloc[2] == pytest.approx(-0.005)
+    sentence = acceptance.device_agreement_sentence(live, recorded)
+    assert "outcomes agree" in sentence and "0.0200 m/s in mean forward velocity" in sentence
+    assert "differ for model_1.pt" in acceptance.device_agreement_sentence(
+        live, {"model_1.pt": summary(done=1)}
+    )
+    assert acceptance.format_table(table.iloc[[2]])["4 s displacement (m)"].iloc[0] == "0.0800"
+    tiny = pd.DataFrame({"min upright": [-1e-7]})
+    assert acceptance.format_table(tiny)["min upright"].iloc[0] == "0.0000"  # never "-0.0000"
+
+
+# ----------------------------------------------------------------------------- discovery
+
+
+def test_published_checkpoints_come_from_recipe_training_records():
+    published = acceptance.published_checkpoints(RESULTS)
+    by_name = {c.name: c for c in published}
+    assert "model_499.pt" in by_name
+    assert by_name["model_499.pt"].run == "h200_train_500"
+    assert by_name["model_499.pt"].sha256 == records.sha256_file(MODEL_499)
+    # The fault-injected runs of chapter 7 publish checkpoints too; they are not candidates.
+    assert "model_79.pt" not in by_name and "model_14.pt" not in by_name
+    assert [c.iteration for c in published] == sorted(c.iteration for c in published)
+
+
+def test_recorded_replays_are_matched_to_their_checkpoint():
+    published = {c.name: c for c in acceptance.published_checkpoints(RESULTS)}
+    replays = acceptance.recorded_replays(RESULTS)
+    found = acceptance.recorded_protocol_replay(published["model_499.pt"], replays)
+    assert found is not None and found.where.name == "h200_replay_model_499"
+    assert found.video is not None and found.video.is_file()
+    by_name = {r.where.name: r for r in replays}
+    # The faulted replay is not a protocol replay; the stock one replayed another checkpoint.
+    assert not acceptance.is_protocol_replay(by_name["h200_replay_discarded_frozen"].record)
+    assert not acceptance.replays_checkpoint(
+        by_name["h200_replay_discarded_stock"].record, published["model_499.pt"]
+    )
+    table = acceptance.inventory(list(published.values()), replays, ["model_750.pt"])
+    assert table.loc["model_750.pt", "published in"] == "not published yet"
+    assert "h200_replay_model_499" in table.loc["model_499.pt", "recorded protocol replay"]
+
+
+def test_checkpoint_hash_in_a_record_wins_over_the_file_name(tmp_path):
+    published = {c.name: c for c in acceptance.published_checkpoints(RESULTS)}
+    record = records.load_record(RESULTS / "h200_replay_model_499")
+    ckpt = published["model_499.pt"]
+    other = record.model_copy(update={"config": {**record.config, "checkpoint_sha256": "0" * 64}})
+    assert acceptance.replays_checkpoint(record, ckpt)  # by name and run folder
+    assert not acceptance.replays_checkpoint(other, ckpt)  # the hash says another file
+    same = record.model_copy(
+        update={"config": {**record.config, "checkpoint": "/elsewhere/x.pt",
+                           "checkpoint_sha256": ckpt.sha256}}
+    )  # fmt: skip
+    assert acceptance.replays_checkpoint(same, ckpt)
+
+
+def test_a_changed_published_checkpoint_stops_discovery(tmp_path):
+    root = tmp_path / "results"
+    shutil.copytree(RESULTS / "h200_train_500", root / "h200_train_500")
+    (root / "h200_train_500" / "model_499.pt").write_bytes(b"tampered")
+    with pytest.raises(records.RecordError, match="model_499.pt"):
+        acceptance.published_checkpoints(root)
+
+
+def test_publish_video_copies_under_book_extra(tmp_path):
+    src = tmp_path / "clip.mp4"
+    src.write_bytes(b"\x00\x00\x00\x18ftypmp42")
+    url = acceptance.publish_video(src, tmp_path, "ch06_test.mp4")
+    assert url == "../media/ch06_test.mp4"
+    assert (tmp_path / "book/_extra/media/ch06_test.mp4").read_bytes() == src.read_bytes()
+    with pytest.raises(ValueError):
+        acceptance.publish_video(src, tmp_path, "../escape.mp4")
+    html = acceptance.video_html(url, caption="c")
+    assert '<source src="../media/ch06_test.mp4" type="video/mp4">' in html

@@ -1,0 +1,347 @@
+"""The training driver with the real mjlab trainer on CPU, at tiny sizes.
+
+One 2-iteration run from scratch and one 2-iteration resume of it are made once per module and
+checked from every side: checkpoints, TensorBoard events, the exported CSV, the record, the
+resume's file names (rsl_rl numbers a resume from the loaded iteration), slim checkpoints and
+publishing. Failing runs must leave a ``failed`` record, never an ``ok`` one.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from mjlab_microduck import records
+from mjlab_microduck.results import expected_checkpoints
+from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
+from mjlab_microduck.tasks.velocity import TASK_ID
+from mjlab_microduck.train import (
+    RESUME_SOURCE_DIR,
+    TRAIN_LOG,
+    TrainRequest,
+    find_mjlab_log_dir,
+    list_checkpoints,
+    main,
+    publish,
+    run,
+    slim_checkpoint,
+    summarize,
+)
+
+ENVS = 8
+ITERATIONS = 2
+REQUIRED_COLUMNS = (
+    "Train/mean_reward",
+    "Train/mean_episode_length",
+    "Perf/total_fps",
+    "Episode_Termination/nan_state",
+    "Episode_Termination/below_ground",
+    "Episode_Termination/fell_over",
+    "Episode_Termination/time_out",
+    "Curriculum/standing_envs/rel_standing_envs",
+    "Curriculum/action_rate/weight",
+    "Loss/value",
+    "Loss/surrogate",
+    "wall_time",
+)
+
+
+class Quiet:
+    """A stream for the trainer's log that keeps it out of the test output."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+
+    def write(self, text):
+        self.lines.append(text)
+
+    def flush(self):
+        pass
+
+
+def _request(logs_root: Path, **kwargs) -> TrainRequest:
+    fields = dict(name="drv", num_envs=ENVS, iterations=ITERATIONS, save_interval=1,
+                  device="cpu", logs_root=logs_root, profile="ci")  # fmt: skip
+    fields.update(kwargs)
+    return TrainRequest(**fields)
+
+
+@pytest.fixture(scope="module")
+def logs_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("logs")
+
+
+@pytest.fixture(scope="module")
+def first(logs_root):
+    stream = Quiet()
+    run_dir, record = run(_request(logs_root), stream=stream)
+    assert record.status == "ok", record.error
+    return run_dir, record, stream
+
+
+@pytest.fixture(scope="module")
+def resumed(first, logs_root):
+    run_dir, record, _ = first
+    checkpoint = find_mjlab_log_dir(run_dir) / str(record.summary["last_checkpoint"])
+    before = records.sha256_file(checkpoint)
+    stream = Quiet()
+    new_dir, new_record = run(
+        _request(logs_root, name="drv_resume", resume_from=checkpoint), stream=stream
+    )
+    assert new_record.status == "ok", new_record.error
+    return new_dir, new_record, checkpoint, before, stream
+
+
+# ----------------------------------------------------------------------------- from scratch
+
+
+def test_run_writes_checkpoints_events_and_an_ok_record(first, logs_root):
+    run_dir, record, stream = first
+    assert run_dir.parent == logs_root and run_dir.name.endswith("_drv")
+    log_dir = find_mjlab_log_dir(run_dir)
+    assert [p.name for p in list_checkpoints(log_dir)] == ["model_0.pt", "model_1.pt"]
+    assert list(log_dir.glob("events.out.tfevents.*")), "no TensorBoard event file"
+    on_disk = records.load_record(run_dir)
+    assert on_disk == record and on_disk.status == "ok" and on_disk.error is None
+    assert on_disk.kind == "train" and on_disk.finished_at and on_disk.wall_seconds > 0
+    assert on_disk.provenance.backend == "cpu" and on_disk.provenance.profile == "ci"
+    assert on_disk.config["num_envs"] == ENVS and on_disk.config["iterations"] == ITERATIONS
+    assert "--agent.logger" in on_disk.command and "tensorboard" in on_disk.command
+    assert {a.path for a in on_disk.artifacts} == {records.SCALARS_FILENAME, TRAIN_LOG}
+    records.verify_artifacts(on_disk, run_dir)
+    # The trainer's iteration log reached the stream and train.log.
+    shown = "".join(stream.lines)
+    assert "Learning iteration 0/2" in shown and "Learning iteration 1/2" in shown
+    assert "Learning iteration 1/2" in (run_dir / TRAIN_LOG).read_text()
+
+
+def test_csv_has_every_series_the_chapters_need(first):
+    run_dir, record, _ = first
+    scalars = pd.read_csv(run_dir / records.SCALARS_FILENAME, index_col="iteration")
+    missing = [c for c in REQUIRED_COLUMNS if c not in scalars.columns]
+    assert not missing, f"missing columns: {missing}"
+    assert list(scalars.index) == [0, 1]
+    assert scalars["Episode_Termination/nan_state"].eq(0).all()
+    assert scalars["Curriculum/standing_envs/rel_standing_envs"].iloc[0] == pytest.approx(0.02)
+
+
+def test_summary_is_computed_from_the_csv(first):
+    run_dir, record, _ = first
+    scalars = pd.read_csv(run_dir / records.SCALARS_FILENAME, index_col="iteration")
+    s = record.summary
+    assert s["transitions"] == ITERATIONS * ENVS * STEPS_PER_ENV
+    assert s["reward_last"] == pytest.approx(scalars["Train/mean_reward"].iloc[-1])
+    assert s["reward_best"] == pytest.approx(scalars["Train/mean_reward"].max())
+    assert s["throughput_last"] == pytest.approx(scalars["Perf/total_fps"].iloc[-1])
+    assert s["wall_time_first_to_last_s"] == pytest.approx(
+        scalars["wall_time"].iloc[-1] - scalars["wall_time"].iloc[0]
+    )
+    assert s["nan_state_nonzero_iterations"] == 0
+    assert s["checkpoints"] == "model_0.pt,model_1.pt" and s["last_checkpoint"] == "model_1.pt"
+
+
+# ----------------------------------------------------------------------------- resume
+
+
+def test_resume_numbers_from_the_loaded_iteration(resumed):
+    run_dir, record, checkpoint, _, stream = resumed
+    log_dir = find_mjlab_log_dir(run_dir)
+    # Loaded model_1.pt, asked for 2 more: iterations 1 and 2, files model_1.pt, model_2.pt.
+    names = [p.name for p in list_checkpoints(log_dir)]
+    assert names == ["model_1.pt", "model_2.pt"]
+    assert names == expected_checkpoints(1, ITERATIONS, 1)
+    assert record.config["resume_from_iteration"] == 1
+    assert record.config["resume_from"] == str(checkpoint)
+    assert (record.summary["first_iteration"], record.summary["last_iteration"]) == (1, 2)
+    assert record.summary["last_checkpoint"] == "model_2.pt"
+    scalars = pd.read_csv(run_dir / records.SCALARS_FILENAME, index_col="iteration")
+    assert list(scalars.index) == [1, 2]
+    assert "Loading model checkpoint" in "".join(stream.lines)
+
+
+def test_resume_carries_the_curriculum_counter_and_leaves_the_source_alone(resumed):
+    run_dir, _, checkpoint, before, _ = resumed
+    staged = run_dir / "logs" / "rsl_rl" / "microduck_velocity" / RESUME_SOURCE_DIR
+    assert [p.name for p in staged.iterdir()] == [checkpoint.name]
+    assert records.sha256_file(checkpoint) == before, "the earlier run's checkpoint changed"
+    loaded = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    last = torch.load(find_mjlab_log_dir(run_dir) / "model_2.pt", map_location="cpu",
+                      weights_only=False)  # fmt: skip
+    assert (loaded["iter"], last["iter"]) == (1, 2)
+    # The env step counter drives the curricula: 24 steps per iteration, carried across.
+    counter = lambda d: d["infos"]["env_state"]["common_step_counter"]  # noqa: E731
+    assert counter(loaded) == ITERATIONS * STEPS_PER_ENV
+    assert counter(last) == 2 * ITERATIONS * STEPS_PER_ENV
+
+
+# ----------------------------------------------------------------------------- failures
+
+
+def test_unknown_task_leaves_a_failed_record(logs_root):
+    run_dir, record = run(_request(logs_root, name="bad_task", task="No-Such-Task"),
+                          stream=Quiet())  # fmt: skip
+    on_disk = records.load_record(run_dir)
+    assert record.status == on_disk.status == "failed"
+    assert "exited with status" in on_disk.error
+    assert on_disk.scalars_csv is None and on_disk.summary == {}
+    assert on_disk.finished_at is not None
+
+
+def test_missing_checkpoint_leaves_a_failed_record(logs_root, tmp_path):
+    missing = tmp_path / "model_7.pt"
+    run_dir, record = run(_request(logs_root, name="bad_resume", resume_from=missing),
+                          stream=Quiet())  # fmt: skip
+    on_disk = records.load_record(run_dir)
+    assert on_disk.status == "failed"
+    assert "FileNotFoundError" in on_disk.error and "model_7.pt" in on_disk.error
+    assert on_disk.config["resume_from_iteration"] == 7
+
+
+def test_two_runs_with_the_same_name_never_share_a_directory(tmp_path):
+    missing = tmp_path / "model_3.pt"  # fails before training: fast
+    dirs = [run(_request(tmp_path / "logs", name="twin", resume_from=missing),
+                stream=Quiet())[0] for _ in range(3)]  # fmt: skip
+    assert len(set(dirs)) == 3
+    for d in dirs:
+        assert records.load_record(d).status == "failed"
+
+
+# ----------------------------------------------------------------------------- slim + publish
+
+
+def test_slim_checkpoint_is_small_and_loads_into_the_task_actor(first, tmp_path):
+    from mjlab.envs import ManagerBasedRlEnv
+    from mjlab.rl import RslRlVecEnvWrapper
+    from mjlab.tasks.registry import load_env_cfg, load_rl_cfg, load_runner_cls
+
+    run_dir, record, _ = first
+    full = find_mjlab_log_dir(run_dir) / "model_1.pt"
+    slim = slim_checkpoint(full, tmp_path / "model_1.pt")
+    assert slim.stat().st_size < 2 * 1024 * 1024
+    assert slim.stat().st_size < full.stat().st_size / 2
+    data = torch.load(slim, map_location="cpu", weights_only=False)
+    source = torch.load(full, map_location="cpu", weights_only=False)
+    assert "optimizer_state_dict" not in data and "critic_state_dict" not in data
+    assert data["slim"] is True and data["iter"] == 1
+    assert data["infos"]["env_state"] == source["infos"]["env_state"]
+    for key, value in source["actor_state_dict"].items():
+        assert torch.equal(data["actor_state_dict"][key], value), key
+    assert any("normalizer" in k for k in data["actor_state_dict"]), "normaliser dropped"
+
+    cfg = load_env_cfg(TASK_ID)
+    cfg.scene.num_envs = 2
+    env = ManagerBasedRlEnv(cfg=cfg, device="cpu")
+    try:
+        wrapped = RslRlVecEnvWrapper(env)
+        runner = load_runner_cls(TASK_ID)(wrapped, asdict(load_rl_cfg(TASK_ID)), device="cpu")
+        runner.alg.actor.load_state_dict(data["actor_state_dict"], strict=True)
+        policy = runner.get_inference_policy(device="cpu")
+        with torch.inference_mode():
+            actions = policy(wrapped.get_observations())
+        assert actions.shape == (2, env.action_manager.total_action_dim)
+        assert torch.isfinite(actions).all()
+    finally:
+        env.close()
+
+
+def test_publish_copies_record_csv_and_slim_checkpoints_only(first, tmp_path):
+    run_dir, record, _ = first
+    dest = tmp_path / "book_results" / "published"
+    published = publish(run_dir, dest, checkpoint_iterations=[1])
+    assert sorted(p.name for p in dest.iterdir()) == [
+        "model_1.pt",
+        records.RECORD_FILENAME,
+        records.SCALARS_FILENAME,
+    ]
+    assert not list(dest.rglob("events.out.tfevents.*"))
+    assert not dest.with_name("published.partial").exists()
+    assert {a.path: a.kind for a in published.artifacts} == {
+        records.SCALARS_FILENAME: "scalars",
+        "model_1.pt": "checkpoint",
+    }
+    records.verify_artifacts(records.load_record(dest), dest)
+    assert published.summary == record.summary and published.run_id == record.run_id
+    slim = torch.load(dest / "model_1.pt", map_location="cpu", weights_only=False)
+    assert "optimizer_state_dict" not in slim
+    with pytest.raises(FileExistsError):
+        publish(run_dir, dest, checkpoint_iterations=[1])
+
+
+def test_publish_refuses_a_failed_run(logs_root, tmp_path):
+    run_dir, _ = run(_request(logs_root, name="bad_pub", resume_from=tmp_path / "model_0.pt"),
+                     stream=Quiet())  # fmt: skip
+    with pytest.raises(ValueError, match="only ok runs are published"):
+        publish(run_dir, tmp_path / "dest")
+    assert not (tmp_path / "dest").exists()
+
+
+# ----------------------------------------------------------------------------- summarize
+
+
+def test_summarize_on_hand_computed_values():
+    nan = float("nan")
+    frame = pd.DataFrame(
+        {
+            "Train/mean_reward": [1.0, 3.0, 2.0, 5.0],
+            "Train/mean_episode_length": [10.0, 30.0, 20.0, nan],
+            "Perf/total_fps": [100.0, 300.0, 200.0, 250.0],
+            "Episode_Termination/nan_state": [0.0, 0.0, 0.0, 0.0],
+            "Episode_Termination/below_ground": [0.0, 0.5, 0.0, 0.25],
+            "Episode_Termination/fell_over": [2.0, 1.0, nan, 0.0],
+            "Metrics/twist/error_vel_xy": [0.1, 0.2, nan, nan],
+            "wall_time": [1000.0, 1010.0, 1025.0, 1030.0],
+        },
+        index=pd.Index([7, 8, 9, 10], name="iteration"),
+    )
+    s = summarize(frame, num_envs=16, steps_per_env=24)
+    assert (s["iterations"], s["first_iteration"], s["last_iteration"]) == (4, 7, 10)
+    assert s["transitions"] == 4 * 16 * 24
+    assert (s["reward_first"], s["reward_last"], s["reward_best"]) == (1.0, 5.0, 5.0)
+    # Missing values are dropped, not read as 0: the last episode length is 20.
+    assert (s["episode_length_first"], s["episode_length_last"], s["episode_length_best"]) == (
+        10.0, 20.0, 30.0
+    )  # fmt: skip
+    assert (s["throughput_last"], s["throughput_best"]) == (250.0, 300.0)
+    assert s["wall_time_first_to_last_s"] == 30.0
+    assert (s["nan_state_last"], s["nan_state_max"], s["nan_state_nonzero_iterations"]) == (
+        0.0, 0.0, 0
+    )  # fmt: skip
+    assert (s["below_ground_last"], s["below_ground_max"]) == (0.25, 0.5)
+    assert s["below_ground_nonzero_iterations"] == 2
+    assert (s["fell_over_last"], s["fell_over_max"], s["fell_over_nonzero_iterations"]) == (
+        0.0, 2.0, 2
+    )  # fmt: skip
+    assert s["error_vel_xy_last"] == 0.2 and "error_vel_yaw_last" not in s
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["--num-envs", "0"], "--num-envs must be at least 1"),
+        (["--iterations", "0"], "--iterations must be at least 1"),
+        (["--resume-from", "/no/such/dir/model_3.pt"], "no such checkpoint"),
+    ],
+)
+def test_cli_bad_input_is_one_line_and_exit_2(argv, fragment, capsys, tmp_path):
+    assert main([*argv, "--logs-root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("microduck-train: ") and fragment in err
+    assert not any(tmp_path.iterdir()), "bad input must not create a run directory"
+
+
+def test_console_script_bad_input(tmp_path):
+    script = Path(sys.executable).with_name("microduck-train")
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "mjlab_microduck.train"]
+    proc = subprocess.run([*cmd, "--num-envs", "0", "--logs-root", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == ["microduck-train: --num-envs must be at least 1"]
