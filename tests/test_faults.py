@@ -188,10 +188,8 @@ def test_env_var_is_honoured_at_package_import():
 
 
 def _microduck_env_factory():
-    try:
-        from mjlab_microduck.tasks.velocity import microduck_flat_env_cfg
-    except ImportError as exc:  # the lead's task module
-        pytest.skip(f"MicroDuck task not available yet: {exc}")
+    from mjlab_microduck.tasks.velocity import microduck_flat_env_cfg
+
     return microduck_flat_env_cfg
 
 
