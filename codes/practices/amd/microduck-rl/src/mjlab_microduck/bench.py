@@ -45,7 +45,6 @@ import io
 import math
 import os
 import re
-import shutil
 import sys
 import tempfile
 import time
@@ -390,16 +389,19 @@ class Component:
 BREAKDOWN_COMPONENTS: tuple[Component, ...] = (
     Component("physics_substeps", "sim.step: decimation x mjwarp.step", (("env.sim", "step"),)),
     Component(
-        "physics_forward", "sim.forward: kinematics refresh once per env step",
+        "physics_forward",
+        "sim.forward: kinematics refresh once per env step",
         (("env.sim", "forward"),),
     ),
     Component("raycast_sensing", "sim.sense: foot height raycasts", (("env.sim", "sense"),)),
     Component(
-        "scene_update", "scene.write_data_to_sim / scene.update: actuators, sensors",
+        "scene_update",
+        "scene.write_data_to_sim / scene.update: actuators, sensors",
         (("env.scene", "write_data_to_sim"), ("env.scene", "update")),
     ),
     Component(
-        "actions", "action_manager.process_action / apply_action",
+        "actions",
+        "action_manager.process_action / apply_action",
         (("env.action_manager", "process_action"), ("env.action_manager", "apply_action")),
     ),
     Component(
@@ -412,20 +414,24 @@ BREAKDOWN_COMPONENTS: tuple[Component, ...] = (
     Component("commands", "command_manager.compute", (("env.command_manager", "compute"),)),
     Component("events", "event_manager.apply (interval, reset)", (("env.event_manager", "apply"),)),
     Component(
-        "resets", "env._reset_idx without the events/observations inside it",
+        "resets",
+        "env._reset_idx without the events/observations inside it",
         (("env", "_reset_idx"),),
     ),
     Component("policy_inference", "alg.act: actor and critic forward", (("runner.alg", "act"),)),
     Component(
-        "rollout_storage", "alg.process_env_step: store the transition",
+        "rollout_storage",
+        "alg.process_env_step: store the transition",
         (("runner.alg", "process_env_step"),),
     ),
     Component(
-        "ppo_update", "alg.compute_returns + alg.update (5 epochs x 4 mini-batches)",
+        "ppo_update",
+        "alg.compute_returns + alg.update (5 epochs x 4 mini-batches)",
         (("runner.alg", "compute_returns"), ("runner.alg", "update")),
     ),
     Component(
-        "logging", "rsl_rl logger: episode bookkeeping and TensorBoard",
+        "logging",
+        "rsl_rl logger: episode bookkeeping and TensorBoard",
         (("runner.logger", "process_env_step"), ("runner.logger", "log")),
     ),
 )
@@ -820,7 +826,9 @@ def fix_plan(backend: str, broadphase_fix_active: bool) -> tuple[list[FixCase], 
         if broadphase_fix_active:
             cases.append(
                 FixCase(
-                    "fork_cache", "fork_cache", UNGUARDED_TASK_ID,
+                    "fork_cache",
+                    "fork_cache",
+                    UNGUARDED_TASK_ID,
                     "broadphase fix removed: the ROCm fork's own cached list, unguarded task",
                 )  # fmt: skip
             )
@@ -1297,7 +1305,9 @@ def run(request: BenchRequest, stream: TextIO | None = None) -> tuple[Path, reco
         command=command,
         config=request.config(),
         provenance=provenance.collect(
-            profile=request.profile, command=command, device=request.device,
+            profile=request.profile,
+            command=command,
+            device=request.device,
             machine_label=request.machine_label,
         ),  # fmt: skip
         started_at=records.utc_now_iso(),
@@ -1343,25 +1353,13 @@ def publish(run_dir: str | os.PathLike[str], dest: str | os.PathLike[str]) -> re
 
     Refuses failed runs and existing destinations; the log stays behind in ``logs/``.
     """
-    source, target = Path(run_dir), Path(dest)
-    record = records.load_record(source)
-    if record.kind != "bench":
-        raise ValueError(f"{source}: a {record.kind} record, not a bench run")
-    if record.status != "ok":
-        raise ValueError(f"{source}: run status is {record.status}, only ok runs are published")
-    if target.exists():
-        raise FileExistsError(f"{target}: already published; choose a new name")
-    staging = target.with_name(target.name + ".partial")
-    if staging.exists():
-        shutil.rmtree(staging)
-    staging.mkdir(parents=True)
-    records.atomic_copy(source / CSV_FILENAME, staging / CSV_FILENAME)
-    published = record.model_copy(
-        update={"artifacts": [records.artifact(staging / CSV_FILENAME, staging, "bench_csv")]}
-    )
-    records.write_record(published, staging)
-    staging.rename(target)
-    return published
+    source = Path(run_dir)
+
+    def copy_files(record: records.RunRecord, staging: Path) -> list[records.Artifact]:
+        records.atomic_copy(source / CSV_FILENAME, staging / CSV_FILENAME)
+        return [records.artifact(staging / CSV_FILENAME, staging, "bench_csv")]
+
+    return records.publish_run(source, dest, copy_files, kind="bench")
 
 
 # ============================================================================ command line

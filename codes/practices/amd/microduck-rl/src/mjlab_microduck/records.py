@@ -28,9 +28,9 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Literal
 
 from pydantic import (
     AfterValidator,
@@ -214,8 +214,9 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` so readers see the old file or the whole new one, never a part.
+def _atomic_replace(path: str | os.PathLike[str], write: Callable[[BinaryIO], None]) -> Path:
+    """Have ``write`` fill a temporary file beside ``path``, fsync it, then rename it over
+    ``path``: readers see the old file or the whole new one, never a part.
 
     The temporary file lives in the same directory (``os.replace`` is atomic only within one
     filesystem) and is removed if anything fails before the rename.
@@ -226,7 +227,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
@@ -237,6 +238,11 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     return target
 
 
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (see :func:`_atomic_replace`)."""
+    return _atomic_replace(path, lambda fh: fh.write(data))
+
+
 def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> Path:
     """Text version of :func:`atomic_write_bytes`."""
     return atomic_write_bytes(path, text.encode(encoding))
@@ -244,24 +250,43 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "
 
 def atomic_copy(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> Path:
     """Copy ``src`` to ``dst`` atomically (streamed, so large checkpoints are fine)."""
-    source, target = Path(src), Path(dst)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as out, source.open("rb") as inp:
-            shutil.copyfileobj(inp, out, length=1 << 20)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(target.parent)
-    return target
+
+    def copy(fh: BinaryIO) -> None:
+        with Path(src).open("rb") as inp:
+            shutil.copyfileobj(inp, fh, length=1 << 20)
+
+    return _atomic_replace(dst, copy)
 
 
-# --------------------------------------------------------------------------- files and dirs
+def publish_run(
+    run_dir: str | os.PathLike[str],
+    dest: str | os.PathLike[str],
+    copy_files: Callable[[RunRecord, Path], list[Artifact]],
+    kind: str | None = None,
+) -> RunRecord:
+    """Publish a finished run into ``dest`` (e.g. ``book/results/<name>``), all or nothing.
+
+    Only an ``ok`` record (of ``kind`` when given) is published, never over an existing
+    publication. ``copy_files(record, staging)`` copies what is published into a staging
+    folder and returns its artifacts; the record is written there and the folder renamed to
+    ``dest`` last, so a failure leaves no half-published run.
+    """
+    source, target = Path(run_dir), Path(dest)
+    record = load_record(source)
+    if kind is not None and record.kind != kind:
+        raise ValueError(f"{source}: a {record.kind} record, not a {kind} run")
+    if record.status != "ok":
+        raise ValueError(f"{source}: run status is {record.status}, only ok runs are published")
+    if target.exists():
+        raise FileExistsError(f"{target}: already published; choose a new name")
+    staging = target.with_name(target.name + ".partial")
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    published = record.model_copy(update={"artifacts": copy_files(record, staging)})
+    write_record(published, staging)
+    staging.rename(target)
+    return published
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:

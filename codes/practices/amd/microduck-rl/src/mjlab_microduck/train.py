@@ -350,28 +350,20 @@ def publish(run_dir: str | Path, dest: str | Path, checkpoint_iterations=()) -> 
     Refuses to overwrite an existing publication; the event files and full checkpoints stay
     behind in the logs.
     """
-    run_dir, dest = Path(run_dir), Path(dest)
-    record = records.load_record(run_dir)
-    if record.status != "ok":
-        raise ValueError(f"{run_dir}: run status is {record.status}, only ok runs are published")
-    if dest.exists():
-        raise FileExistsError(f"{dest}: already published; choose a new name")
-    staging = dest.with_name(dest.name + ".partial")
-    if staging.exists():
-        shutil.rmtree(staging)
-    staging.mkdir(parents=True)
-    records.atomic_copy(run_dir / records.SCALARS_FILENAME, staging / records.SCALARS_FILENAME)
-    artifacts = [records.artifact(staging / records.SCALARS_FILENAME, staging, "scalars")]
-    if checkpoint_iterations:
-        log_dir = find_mjlab_log_dir(run_dir)
-        for it in checkpoint_iterations:
-            src = log_dir / f"model_{it}.pt"
-            slim_checkpoint(src, staging / src.name)
-            artifacts.append(records.artifact(staging / src.name, staging, "checkpoint"))
-    published = record.model_copy(update={"artifacts": artifacts})
-    records.write_record(published, staging)
-    staging.rename(dest)
-    return published
+    run_dir = Path(run_dir)
+
+    def copy_files(record: records.RunRecord, staging: Path) -> list[records.Artifact]:
+        records.atomic_copy(run_dir / records.SCALARS_FILENAME, staging / records.SCALARS_FILENAME)
+        artifacts = [records.artifact(staging / records.SCALARS_FILENAME, staging, "scalars")]
+        if checkpoint_iterations:
+            log_dir = find_mjlab_log_dir(run_dir)
+            for it in checkpoint_iterations:
+                src = log_dir / f"model_{it}.pt"
+                slim_checkpoint(src, staging / src.name)
+                artifacts.append(records.artifact(staging / src.name, staging, "checkpoint"))
+        return artifacts
+
+    return records.publish_run(run_dir, dest, copy_files)
 
 
 # ---------------------------------------------------------------- command line
