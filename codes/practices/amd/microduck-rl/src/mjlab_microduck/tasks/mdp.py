@@ -54,11 +54,14 @@ def trunk_below_height(trunk_z_m: torch.Tensor, min_height_m: float) -> torch.Te
 
 
 def below_ground(env: ManagerBasedRlEnv, min_height_m: float = -0.05) -> torch.Tensor:
-    """Termination: the trunk is under the floor, which only happens when contacts are missing.
+    """Termination: the trunk is under the floor.
 
-    On a flat plane a standing MicroDuck's trunk is about 0.11 m high and a fallen one lies near
-    0.03 m, so -0.05 m is unreachable with working contacts. With a broken broadphase the robot
-    falls through the ground while staying upright; without this guard such episodes run to the
-    time-out and look like success.
+    A standing MicroDuck's trunk is about 0.11 m high. Only the soles collide with the ground
+    (as in the upstream model), so the trunk can pass below the floor in two ways: a collapse
+    that folds the legs straight down, which happens while a policy is still learning, and
+    missing ground contacts (the ROCm broadphase cache, chapter 2), where the whole robot falls
+    through while staying upright. Without this guard the second kind runs to the time-out and
+    looks like success; with it, both end the episode at once and show in the logged
+    ``Episode_Termination/below_ground`` scalar.
     """
     return trunk_below_height(env.scene["robot"].data.root_link_pos_w[:, 2], min_height_m)
