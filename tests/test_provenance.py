@@ -215,6 +215,16 @@ def test_missing_tools_give_unknown_and_a_note(fake_hip, tmp_path, monkeypatch):
     assert report.provenance.git_commit == "unknown"  # git is not on this PATH either
 
 
+def test_a_copied_tree_names_its_commit_through_the_environment(tmp_path, monkeypatch):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))  # no git: as in a package copied to a GPU machine
+    monkeypatch.setenv(provenance.GIT_COMMIT_ENV, "447de99" + "0" * 33)
+    assert provenance.git_commit() == "447de99" + "0" * 33
+    monkeypatch.setenv(provenance.GIT_COMMIT_ENV, "not-a-commit")
+    assert provenance.git_commit() == "unknown"
+
+
 def test_tool_exiting_1_gives_unknown(fake_hip, tools):
     tools.add("rocm-smi", "ERROR: no GPU\n", status=1)
     report = provenance.collect_report(profile="full")

@@ -43,6 +43,7 @@ def test_terminations_are_the_four_guards(env):
         "time_out",
         "fell_over",
         "nan_state",
+        "legs_collapsed",
         "below_ground",
     ]
     unguarded = microduck_flat_env_cfg(below_ground_guard=False)

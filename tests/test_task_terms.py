@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from mjlab_microduck.tasks import mdp
-from mjlab_microduck.tasks.velocity import ACTION_RATE_STAGES, STANDING_STAGES
+from mjlab_microduck.tasks.tuning import BOOK, UPSTREAM
+from mjlab_microduck.tasks.velocity import STANDING_STAGES, action_rate_stages
 
 
 def test_standing_fraction_follows_the_last_stage_reached():
@@ -23,7 +24,15 @@ def test_standing_fraction_follows_the_last_stage_reached():
 
 def test_curricula_are_counted_in_env_steps_of_24_per_iteration():
     assert STANDING_STAGES[1] == {"step": 500 * 24, "fraction": 0.05}
-    assert ACTION_RATE_STAGES[-1] == {"step": 1500 * 24, "weight": -1.0}
+    assert action_rate_stages(UPSTREAM)[-1] == {"step": 1500 * 24, "weight": -1.0}
+    assert action_rate_stages(BOOK)[-1] == {"step": 1000 * 24, "weight": -0.2}
+
+
+def test_standing_still_earns_less_tracking_reward_with_the_book_tuning():
+    # exp(-0.15^2 / 0.1) = 0.7985 upstream; exp(-0.15^2 / 0.04) = 0.5698 in the book's preset.
+    assert UPSTREAM.standing_tracking_reward(0.15) == pytest.approx(0.79852, abs=1e-5)
+    assert BOOK.standing_tracking_reward(0.15) == pytest.approx(0.56978, abs=1e-5)
+    assert BOOK.standing_tracking_reward(0.0) == 1.0
 
 
 def test_raise_standing_fraction_updates_the_command_cfg():
@@ -40,3 +49,30 @@ def test_raise_standing_fraction_updates_the_command_cfg():
 def test_trunk_below_height():
     z = torch.tensor([0.11, -0.049, -0.051, -3.0])
     assert mdp.trunk_below_height(z, -0.05).tolist() == [False, False, True, True]
+
+
+def test_trunk_height_above_lower_sole():
+    trunk = torch.tensor([0.11, 0.028, 0.035])
+    feet = torch.tensor([[0.0, 0.02], [0.07, 0.05], [0.016, 0.02]])
+    height = mdp.trunk_height_above_lower_sole(trunk, feet)
+    assert height.tolist() == pytest.approx([0.11, -0.022, 0.019], abs=1e-7)
+
+
+def _fake_robot_env(trunk_z, feet_z):
+    data = SimpleNamespace(
+        root_link_pos_w=torch.tensor([[0.0, 0.0, z] for z in trunk_z]),
+        site_pos_w=torch.tensor([[[0.0, 0.0, f] for f in feet] for feet in feet_z]),
+    )
+    return SimpleNamespace(scene={"robot": SimpleNamespace(data=data)})
+
+
+def test_legs_collapsed_ends_a_fold_but_not_a_whole_robot_sinking():
+    cfg = SimpleNamespace(name="robot", site_ids=[0, 1])
+    env = _fake_robot_env(
+        trunk_z=[0.11, 0.03, -0.5, 0.085],
+        feet_z=[[0.0, 0.0], [0.05, 0.07], [-0.61, -0.6], [0.035, 0.0]],
+    )
+    out = mdp.legs_collapsed(env, min_height_above_feet_m=0.05, asset_cfg=cfg)
+    # standing; folded legs (trunk below its feet); sinking whole (0.11 above the soles); one
+    # foot lifted 3.5 cm (0.085 above the stance foot).
+    assert out.tolist() == [False, True, False, False]

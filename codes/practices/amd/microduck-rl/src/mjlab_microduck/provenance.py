@@ -378,12 +378,21 @@ def package_versions() -> dict[str, str | None]:
     return out
 
 
+GIT_COMMIT_ENV = "MICRODUCK_GIT_COMMIT"
+
+
 def git_commit() -> str:
-    """HEAD of the repository holding this package, ``unknown`` outside a git checkout."""
+    """HEAD of the repository holding this package.
+
+    A copy of the package outside any checkout (a tree carried to a lent GPU machine) can name
+    the commit it was copied from in ``MICRODUCK_GIT_COMMIT``; otherwise ``unknown``.
+    """
     here = Path(__file__).resolve().parent
     result = run_tool(["git", "-C", str(here), "rev-parse", "HEAD"], timeout_s=TOOL_TIMEOUT_S)
-    commit = (result.stdout or "").strip()
-    return commit if re.fullmatch(r"[0-9a-f]{7,64}", commit) else UNKNOWN
+    for commit in ((result.stdout or "").strip(), os.environ.get(GIT_COMMIT_ENV, "").strip()):
+        if re.fullmatch(r"[0-9a-f]{7,64}", commit):
+            return commit
+    return UNKNOWN
 
 
 def cpu_model() -> str:

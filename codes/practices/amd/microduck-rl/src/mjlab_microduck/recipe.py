@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mjlab_microduck import profiles, records
-from mjlab_microduck.tasks.velocity import TASK_ID, UNGUARDED_TASK_ID
+from mjlab_microduck.tasks.velocity import TASK_ID, TUNING_OF_TASK, UNGUARDED_TASK_ID
 from mjlab_microduck.train import TrainRequest, checkpoint_iteration, publish, run
 
 ALL_STAGES = ("smoke", "main", "resume", "experiment", "replay", "diagnostics", "bench")
@@ -48,12 +48,13 @@ def smoke_stages(profile: profiles.Profile) -> list[Stage]:
     ]
 
 
-def main_stage(profile: profiles.Profile) -> Stage:
+def main_stage(profile: profiles.Profile, task: str = TASK_ID) -> Stage:
     its = profile.main_iterations
     return Stage(
         f"train_{its}",
         TrainRequest(
             name=f"train_{its}",
+            task=task,
             num_envs=profile.main_envs,
             iterations=its,
             save_interval=profile.main_save_interval,
@@ -61,13 +62,14 @@ def main_stage(profile: profiles.Profile) -> Stage:
     )
 
 
-def resume_stage(profile: profiles.Profile, checkpoint: Path) -> Stage:
+def resume_stage(profile: profiles.Profile, checkpoint: Path, task: str = TASK_ID) -> Stage:
     start = checkpoint_iteration(checkpoint)
     more = profile.resume_iterations
     return Stage(
         f"resume_{start + more + 1}",
         TrainRequest(
             name=f"resume_{start + more + 1}",
+            task=task,
             num_envs=profile.main_envs,
             iterations=more,
             save_interval=profile.resume_save_interval,
@@ -195,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
         "--label", default="local", help="machine label for the results folder name"
     )
     parser.add_argument("--resume-from", type=Path, help="checkpoint for the resume stage")
+    parser.add_argument(
+        "--task", default=TASK_ID, choices=sorted(TUNING_OF_TASK),
+        help="task of the main and resume stages (a tuning preset to compare)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     wanted = [s.strip() for s in args.stages.split(",") if s.strip()]
     unknown = set(wanted) - set(ALL_STAGES)
@@ -212,14 +218,15 @@ def main(argv: list[str] | None = None) -> int:
         for stage in smoke_stages(profile):
             run_stage(stage, args.logs_root, results, profile)
     if "main" in wanted:
-        main_run = run_stage(main_stage(profile), args.logs_root, results, profile)
+        main_run = run_stage(main_stage(profile, args.task), args.logs_root, results, profile)
         record = records.load_record(main_run)
         from mjlab_microduck.train import find_mjlab_log_dir
 
         checkpoint = find_mjlab_log_dir(main_run) / str(record.summary["last_checkpoint"])
     if "resume" in wanted:
         assert checkpoint is not None
-        run_stage(resume_stage(profile, Path(checkpoint)), args.logs_root, results, profile)
+        stage = resume_stage(profile, Path(checkpoint), args.task)
+        run_stage(stage, args.logs_root, results, profile)
     if "experiment" in wanted:
         for stage in experiment_stages(profile):
             run_stage(stage, args.logs_root, results, profile)

@@ -622,8 +622,8 @@ def expected_checkpoints(first_iteration: int, iterations: int, save_interval: i
     return [f"model_{it}.pt" for it in sorted(saved | {last})]
 
 
-def curriculum_schedule(iterations: int) -> pd.DataFrame:
-    """The task's curricula over PPO iterations, from its stage tables (the plan, not a run).
+def curriculum_schedule(iterations: int, task: str | None = None) -> pd.DataFrame:
+    """A task's curricula over PPO iterations, from its stage tables (the plan, not a run).
 
     Both curricula switch on ``env.common_step_counter`` (env steps per env); iteration ``i``
     starts at step ``i * STEPS_PER_ENV``. Columns are named like the logged scalars so the
@@ -633,11 +633,18 @@ def curriculum_schedule(iterations: int) -> pd.DataFrame:
 
     from mjlab_microduck.tasks.mdp import standing_fraction_at
     from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
-    from mjlab_microduck.tasks.velocity import ACTION_RATE_STAGES, STANDING_STAGES
+    from mjlab_microduck.tasks.velocity import (
+        STANDING_STAGES,
+        TASK_ID,
+        TUNING_OF_TASK,
+        action_rate_stages,
+    )
+
+    ramp = action_rate_stages(TUNING_OF_TASK[task or TASK_ID])
 
     def weight_at(step: int) -> float:
         weight = float("nan")
-        for stage in ACTION_RATE_STAGES:  # like mjlab's reward_curriculum: last stage reached
+        for stage in ramp:  # like mjlab's reward_curriculum: last stage reached
             if step >= stage["step"]:
                 weight = stage["weight"]
         return weight

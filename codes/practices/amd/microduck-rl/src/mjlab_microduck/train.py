@@ -22,14 +22,14 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from mjlab_microduck import records
 from mjlab_microduck.tasks.rl_cfg import EXPERIMENT_NAME, STEPS_PER_ENV
-from mjlab_microduck.tasks.velocity import TASK_ID
+from mjlab_microduck.tasks.velocity import TASK_ID, TUNING_OF_TASK
 
 RESUME_SOURCE_DIR = "resume_source"
 TRAIN_LOG = "train.log"
@@ -221,8 +221,10 @@ def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
         "--mjlab",
         *request.mjlab_args(),
     ]
+    tuning = TUNING_OF_TASK.get(request.task)
     config = {
         "task": request.task,
+        "tuning": asdict(tuning) if tuning else None,
         "num_envs": request.num_envs,
         "iterations": request.iterations,
         "seed": {"env": request.seed, "agent": request.seed},

@@ -6,26 +6,29 @@ from mjlab.tasks.velocity.rl import VelocityOnPolicyRunner
 from mjlab_microduck.tasks.rl_cfg import microduck_ppo_runner_cfg
 from mjlab_microduck.tasks.velocity import (
     TASK_ID,
+    TUNING_OF_TASK,
     UNGUARDED_TASK_ID,
+    UPSTREAM_TUNING_TASK_ID,
     microduck_flat_env_cfg,
     microduck_flat_unguarded_env_cfg,
+    microduck_flat_upstream_tuning_env_cfg,
 )
 
-__all__ = ["TASK_ID", "UNGUARDED_TASK_ID", "microduck_flat_env_cfg"]
+__all__ = ["TASK_ID", "UNGUARDED_TASK_ID", "UPSTREAM_TUNING_TASK_ID", "microduck_flat_env_cfg"]
+
+_ENV_FACTORIES = {
+    TASK_ID: microduck_flat_env_cfg,
+    UNGUARDED_TASK_ID: microduck_flat_unguarded_env_cfg,
+    UPSTREAM_TUNING_TASK_ID: microduck_flat_upstream_tuning_env_cfg,
+}
 
 # mjlab may import this module both through its entry point and through the package: register once.
 if TASK_ID not in list_tasks():
-    register_mjlab_task(
-        task_id=TASK_ID,
-        env_cfg=microduck_flat_env_cfg(),
-        play_env_cfg=microduck_flat_env_cfg(play=True),
-        rl_cfg=microduck_ppo_runner_cfg(),
-        runner_cls=VelocityOnPolicyRunner,
-    )
-    register_mjlab_task(
-        task_id=UNGUARDED_TASK_ID,
-        env_cfg=microduck_flat_unguarded_env_cfg(),
-        play_env_cfg=microduck_flat_unguarded_env_cfg(play=True),
-        rl_cfg=microduck_ppo_runner_cfg(),
-        runner_cls=VelocityOnPolicyRunner,
-    )
+    for task_id, factory in _ENV_FACTORIES.items():
+        register_mjlab_task(
+            task_id=task_id,
+            env_cfg=factory(),
+            play_env_cfg=factory(play=True),
+            rl_cfg=microduck_ppo_runner_cfg(TUNING_OF_TASK[task_id].init_action_std_rad),
+            runner_cls=VelocityOnPolicyRunner,
+        )

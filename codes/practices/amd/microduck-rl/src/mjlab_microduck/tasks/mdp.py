@@ -11,9 +11,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypedDict
 
 import torch
+from mjlab.managers.scene_entity_config import SceneEntityCfg
 
 if TYPE_CHECKING:
     from mjlab.envs import ManagerBasedRlEnv
+
+_FEET = SceneEntityCfg("robot", site_names=("left_foot", "right_foot"))
 
 
 class StandingStage(TypedDict):
@@ -56,12 +59,34 @@ def trunk_below_height(trunk_z_m: torch.Tensor, min_height_m: float) -> torch.Te
 def below_ground(env: ManagerBasedRlEnv, min_height_m: float = -0.05) -> torch.Tensor:
     """Termination: the trunk is under the floor.
 
-    A standing MicroDuck's trunk is about 0.11 m high. Only the soles collide with the ground
-    (as in the upstream model), so the trunk can pass below the floor in two ways: a collapse
-    that folds the legs straight down, which happens while a policy is still learning, and
-    missing ground contacts (the ROCm broadphase cache, chapter 2), where the whole robot falls
-    through while staying upright. Without this guard the second kind runs to the time-out and
-    looks like success; with it, both end the episode at once and show in the logged
-    ``Episode_Termination/below_ground`` scalar.
+    A standing MicroDuck's trunk is about 0.11 m high. With ground contacts missing (the ROCm
+    broadphase cache, chapter 2) the whole robot falls through the floor while staying upright;
+    without this guard that runs to the time-out and looks like success, with it the episode
+    ends at once and shows in the logged ``Episode_Termination/below_ground`` scalar. A trunk
+    that sinks past its own feet (legs folded) is ended earlier by ``legs_collapsed``, so in a
+    healthy run this guard stays at zero.
     """
     return trunk_below_height(env.scene["robot"].data.root_link_pos_w[:, 2], min_height_m)
+
+
+def trunk_height_above_lower_sole(trunk_z_m: torch.Tensor, feet_z_m: torch.Tensor) -> torch.Tensor:
+    """Trunk height above the lower of the sole sites (``feet_z_m`` is ``[envs, feet]``)."""
+    return trunk_z_m - feet_z_m.min(dim=-1).values
+
+
+def legs_collapsed(
+    env: ManagerBasedRlEnv, min_height_above_feet_m: float = 0.05, asset_cfg: SceneEntityCfg = _FEET
+) -> torch.Tensor:
+    """Termination: the trunk is within ``min_height_above_feet_m`` of the lower sole.
+
+    Standing, the trunk is about 0.11 m above the soles and never below 0.08 m in a gait. Only
+    the soles collide, so a policy can fold its legs and let the trunk sink past its feet (and
+    through the floor), or lie at just under ``fell_over``'s 70 degrees on its soles. Both are
+    falls; this ends them as falls. It measures the trunk *relative to the feet*, so a robot
+    that sinks as a whole because ground contacts are missing (chapter 2) is left to
+    ``below_ground``, which is what the guard is for.
+    """
+    robot = env.scene[asset_cfg.name]
+    feet_z = robot.data.site_pos_w[:, asset_cfg.site_ids, 2]
+    height = trunk_height_above_lower_sole(robot.data.root_link_pos_w[:, 2], feet_z)
+    return height < min_height_above_feet_m

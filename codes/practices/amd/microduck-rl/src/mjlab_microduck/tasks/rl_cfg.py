@@ -6,8 +6,11 @@ EXPERIMENT_NAME = "microduck_velocity"
 STEPS_PER_ENV = 24
 
 
-def microduck_ppo_runner_cfg() -> RslRlOnPolicyRunnerCfg:
-    """The upstream MicroDuck hyperparameters; observation normalisation on for both networks."""
+def microduck_ppo_runner_cfg(init_std: float = 1.0) -> RslRlOnPolicyRunnerCfg:
+    """The upstream MicroDuck hyperparameters; observation normalisation on for both networks.
+
+    ``init_std`` is the policy's initial action std (the task's tuning preset sets it).
+    """
     return RslRlOnPolicyRunnerCfg(
         actor=RslRlModelCfg(
             hidden_dims=(512, 256, 128),
@@ -15,7 +18,7 @@ def microduck_ppo_runner_cfg() -> RslRlOnPolicyRunnerCfg:
             obs_normalization=True,
             distribution_cfg={
                 "class_name": "GaussianDistribution",
-                "init_std": 1.0,
+                "init_std": init_std,
                 "std_type": "scalar",
             },
         ),

@@ -44,11 +44,19 @@ from mjlab_microduck.robot.constants import (
 )
 from mjlab_microduck.tasks import mdp as duck_mdp
 from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
+from mjlab_microduck.tasks.tuning import BOOK, UPSTREAM, VelocityTuning
 
 TASK_ID = "Mjlab-Velocity-Flat-MicroDuck"
 UNGUARDED_TASK_ID = "Mjlab-Velocity-Flat-MicroDuck-Unguarded"
+UPSTREAM_TUNING_TASK_ID = "Mjlab-Velocity-Flat-MicroDuck-UpstreamTuning"
+TUNING_OF_TASK: dict[str, VelocityTuning] = {
+    TASK_ID: BOOK,
+    UNGUARDED_TASK_ID: BOOK,
+    UPSTREAM_TUNING_TASK_ID: UPSTREAM,
+}
 
 BELOW_GROUND_MIN_HEIGHT_M = -0.05
+COLLAPSED_MIN_HEIGHT_ABOVE_FEET_M = 0.05
 FELL_OVER_LIMIT_DEG = 70.0
 
 # Command ranges the robot can physically follow (its legs are 8 cm long).
@@ -70,14 +78,15 @@ STANDING_STAGES: list[duck_mdp.StandingStage] = [
     {"step": _iteration(1500), "fraction": 0.20},
     {"step": _iteration(2000), "fraction": 0.25},
 ]
-ACTION_RATE_STAGES = [
-    {"step": _iteration(0), "weight": -0.1},
-    {"step": _iteration(500), "weight": -0.2},
-    {"step": _iteration(750), "weight": -0.4},
-    {"step": _iteration(1000), "weight": -0.6},
-    {"step": _iteration(1250), "weight": -0.8},
-    {"step": _iteration(1500), "weight": -1.0},
-]
+
+
+def action_rate_stages(tuning: VelocityTuning) -> list[dict]:
+    """The preset's penalty ramp in the form of mjlab's ``reward_curriculum``."""
+    return [
+        {"step": _iteration(stage.iteration), "weight": stage.weight}
+        for stage in tuning.action_rate_stages
+    ]
+
 
 _LEG_STD_STANDING = {
     r".*_hip_yaw": 0.1,
@@ -98,7 +107,7 @@ _HEAD_STD = {name: 0.1 for name in HEAD_JOINTS}
 
 
 def microduck_flat_env_cfg(
-    play: bool = False, below_ground_guard: bool = True
+    play: bool = False, below_ground_guard: bool = True, tuning: VelocityTuning = BOOK
 ) -> ManagerBasedRlEnvCfg:
     """The MicroDuck flat-ground velocity env; ``play`` gives the replay/evaluation variant."""
     cfg = make_velocity_env_cfg()
@@ -137,7 +146,7 @@ def microduck_flat_env_cfg(
     _configure_actions(cfg)
     _configure_commands(cfg)
     _configure_events(cfg)
-    _configure_rewards(cfg)
+    _configure_rewards(cfg, tuning)
     _configure_terminations(cfg, below_ground_guard)
 
     cfg.curriculum = {
@@ -147,7 +156,7 @@ def microduck_flat_env_cfg(
         ),
         "action_rate": CurriculumTermCfg(
             func=envs_mdp.reward_curriculum,
-            params={"reward_name": "action_rate_l2", "stages": ACTION_RATE_STAGES},
+            params={"reward_name": "action_rate_l2", "stages": action_rate_stages(tuning)},
         ),
     }
 
@@ -163,6 +172,11 @@ def microduck_flat_env_cfg(
 def microduck_flat_unguarded_env_cfg(play: bool = False) -> ManagerBasedRlEnvCfg:
     """The same task without ``below_ground``: how the original run was made before the fix."""
     return microduck_flat_env_cfg(play=play, below_ground_guard=False)
+
+
+def microduck_flat_upstream_tuning_env_cfg(play: bool = False) -> ManagerBasedRlEnvCfg:
+    """The same task with the upstream figures (``tuning.UPSTREAM``), for comparison."""
+    return microduck_flat_env_cfg(play=play, tuning=UPSTREAM)
 
 
 def _configure_observations(cfg: ManagerBasedRlEnvCfg) -> None:
@@ -251,9 +265,9 @@ def _configure_events(cfg: ManagerBasedRlEnvCfg) -> None:
     )
 
 
-def _configure_rewards(cfg: ManagerBasedRlEnvCfg) -> None:
+def _configure_rewards(cfg: ManagerBasedRlEnvCfg, tuning: VelocityTuning) -> None:
     rewards = cfg.rewards
-    rewards["track_linear_velocity"].params["std"] = math.sqrt(0.1)
+    rewards["track_linear_velocity"].params["std"] = tuning.lin_vel_std_m_s
     rewards["track_angular_velocity"].params["std"] = math.sqrt(0.5)
     rewards["upright"].weight = 2.0
     rewards["upright"].params["std"] = math.sqrt(0.05)
@@ -277,7 +291,7 @@ def _configure_rewards(cfg: ManagerBasedRlEnvCfg) -> None:
     rewards["body_ang_vel"].weight = -0.05
     rewards["body_ang_vel"].params["asset_cfg"].body_names = (ROOT_BODY,)
     rewards["angular_momentum"].weight = -0.02
-    rewards["action_rate_l2"].weight = ACTION_RATE_STAGES[0]["weight"]
+    rewards["action_rate_l2"].weight = tuning.action_rate_stages[0].weight
     rewards.pop("soft_landing", None)
 
 
@@ -289,6 +303,13 @@ def _configure_terminations(cfg: ManagerBasedRlEnvCfg, below_ground_guard: bool)
         ),
         # Non-finite physics must end the episode before it reaches observations and the policy.
         "nan_state": TerminationTermCfg(func=envs_mdp.nan_detection),
+        "legs_collapsed": TerminationTermCfg(
+            func=duck_mdp.legs_collapsed,
+            params={
+                "min_height_above_feet_m": COLLAPSED_MIN_HEIGHT_ABOVE_FEET_M,
+                "asset_cfg": SceneEntityCfg("robot", site_names=FOOT_SITES),
+            },
+        ),
     }
     if below_ground_guard:
         cfg.terminations["below_ground"] = TerminationTermCfg(
