@@ -412,8 +412,9 @@ def test_recorded_replays_are_matched_to_their_checkpoint():
     assert not acceptance.replays_checkpoint(
         by_name["h200_replay_discarded_stock"].record, published["model_499.pt"]
     )
-    table = acceptance.inventory(list(published.values()), replays, ["model_750.pt"])
-    assert table.loc["model_750.pt", "published in"] == "not published yet"
+    table = acceptance.inventory(list(published.values()), replays, ["model_1750.pt"])
+    assert table.loc["model_1750.pt", "published in"] == "not published yet"
+    assert table.loc["model_750.pt", "published in"] == "book/results/h200_resume_1500"
     assert "h200_replay_model_499" in table.loc["model_499.pt", "recorded protocol replay"]
 
 

@@ -716,7 +716,9 @@ def plot_training(
                 axis.plot(frame.index, frame[column], styles[s % len(styles)], color=colour,
                           linewidth=1.3, marker=marker, markersize=4, label=legend)  # fmt: skip
         for label in labels[1:]:
-            axis.axvline(stages[label].index.min(), color="grey", linestyle=":", linewidth=1)
+            start = stages[label].index.min()
+            if start > stages[labels[0]].index.min():  # a resume, not a run beside the first
+                axis.axvline(start, color="grey", linestyle=":", linewidth=1)
         axis.set_ylabel(panel_title, fontsize=9)
         axis.grid(True, alpha=0.3)
         if axis.get_legend_handles_labels()[0]:

@@ -16,6 +16,7 @@ weights and observation normaliser, no optimiser state) into ``book/results/``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -224,7 +225,8 @@ def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
     tuning = TUNING_OF_TASK.get(request.task)
     config = {
         "task": request.task,
-        "tuning": asdict(tuning) if tuning else None,
+        # Through JSON so the record in memory equals the one read back (tuples become lists).
+        "tuning": json.loads(json.dumps(asdict(tuning))) if tuning else None,
         "num_envs": request.num_envs,
         "iterations": request.iterations,
         "seed": {"env": request.seed, "agent": request.seed},
