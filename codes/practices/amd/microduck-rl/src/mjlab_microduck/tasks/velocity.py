@@ -2,8 +2,11 @@
 
 Built on ``make_velocity_env_cfg()`` and changed as the upstream MicroDuck authors tuned it
 (``task-figures`` in the book): small command ranges, joint-position actions around the home
-pose, gait rewards scaled to a robot whose feet lift 2 cm, and four terminations, one of which
-(``below_ground``) is the guard against missing ground contacts described in chapter 2.
+pose, gait rewards scaled to a robot whose feet lift 2 cm, and five terminations: time-out,
+``fell_over``, ``nan_state``, ``legs_collapsed`` (the trunk sank to its feet, a fall this
+feet-only collision model cannot stop) and ``below_ground``, the guard against missing ground
+contacts described in chapter 2. The few figures that decide between standing and walking are
+a tuning preset (``tuning.py``); the default task uses ``BOOK``.
 
 Left out on purpose (the book says why): the head-pose and body-pose commands, the
 turn-in-place envs, the actuator-model-specific randomisation and the self-collision term (only
