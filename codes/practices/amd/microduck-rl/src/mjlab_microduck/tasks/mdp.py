@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, TypedDict
 import torch
 from mjlab.managers.scene_entity_config import SceneEntityCfg
 
+from mjlab_microduck.robot.constants import FOOT_SITES
+
 if TYPE_CHECKING:
     from mjlab.envs import ManagerBasedRlEnv
 
-_FEET = SceneEntityCfg("robot", site_names=("left_foot", "right_foot"))
+_FEET = SceneEntityCfg("robot", site_names=FOOT_SITES)
 
 
 class StandingStage(TypedDict):
