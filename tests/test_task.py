@@ -11,7 +11,13 @@ from mjlab.envs import ManagerBasedRlEnv
 from mjlab.tasks.registry import list_tasks
 
 import mjlab_microduck  # noqa: F401  (hooks + registration)
-from mjlab_microduck.tasks.velocity import TASK_ID, UNGUARDED_TASK_ID, microduck_flat_env_cfg
+from mjlab_microduck.tasks.tuning import STEPPING
+from mjlab_microduck.tasks.velocity import (
+    TASK_ID,
+    TUNING_OF_TASK,
+    UNGUARDED_TASK_ID,
+    microduck_flat_env_cfg,
+)
 
 
 def _env(num_envs=4, **kwargs):
@@ -36,9 +42,10 @@ def test_tasks_registered_and_listed_by_mjlab_list_envs():
     list_envs = Path(sys.executable).with_name("list-envs")
     out = subprocess.run([str(list_envs)], capture_output=True, text=True, timeout=300).stdout
     assert TASK_ID in out and UNGUARDED_TASK_ID in out
+    assert all(task in list_tasks() and task in out for task in TUNING_OF_TASK)
 
 
-def test_terminations_are_the_four_guards(env):
+def test_terminations_are_the_five_guards(env):
     assert env.termination_manager.active_terms == [
         "time_out",
         "fell_over",
@@ -92,3 +99,18 @@ def test_non_finite_state_terminates_with_nan_state(env):
     _step_once(env)
     assert bool(env.termination_manager.get_term("nan_state")[1])
     assert not bool(env.termination_manager.get_term("nan_state")[0])
+
+
+def test_the_stepping_preset_adds_its_reward_and_steps_finite():
+    env = _env(num_envs=2, tuning=STEPPING)
+    try:
+        env.reset()
+        assert "single_stance" in env.reward_manager.active_terms
+        assert env.reward_manager.get_term_cfg("air_time").params["threshold_min"] == 0.05
+        actions = torch.zeros(env.num_envs, env.action_manager.total_action_dim)
+        for _ in range(5):
+            _, reward, *_ = env.step(actions)
+        assert torch.isfinite(reward).all()
+    finally:
+        env.close()
+    assert "single_stance" not in microduck_flat_env_cfg().rewards  # the default is unchanged

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from mjlab_microduck.tasks import mdp
-from mjlab_microduck.tasks.tuning import BOOK, UPSTREAM
+from mjlab_microduck.tasks.tuning import BOOK, STEPPING, UPSTREAM
 from mjlab_microduck.tasks.velocity import STANDING_STAGES, action_rate_stages
 
 
@@ -76,3 +76,30 @@ def test_legs_collapsed_ends_a_fold_but_not_a_whole_robot_sinking():
     # standing; folded legs (trunk below its feet); sinking whole (0.11 above the soles); one
     # foot lifted 3.5 cm (0.085 above the stance foot).
     assert out.tolist() == [False, True, False, False]
+
+
+def test_single_stance_pays_one_foot_down_while_commanded():
+    in_contact = torch.tensor([[True, False], [True, True], [False, False], [False, True]])
+    command = torch.tensor([[0.15, 0.0, 0.0], [0.15, 0.0, 0.0], [0.15, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    out = mdp.single_stance_indicator(in_contact, command, command_threshold=0.01)
+    # one foot and commanded; both feet down; both up (a hop); one foot but told to stand
+    assert out.tolist() == [1.0, 0.0, 0.0, 0.0]
+    turning = torch.tensor([[0.0, 0.0, 0.5]])
+    assert mdp.single_stance_indicator(in_contact[:1], turning, 0.01).tolist() == [1.0]
+
+
+def test_single_stance_reads_the_contact_sensor_and_the_command():
+    sensor = SimpleNamespace(data=SimpleNamespace(current_contact_time=torch.tensor([[0.3, 0.0]])))
+    env = SimpleNamespace(
+        scene={"feet": sensor},
+        command_manager=SimpleNamespace(get_command=lambda name: torch.tensor([[0.2, 0.0, 0.0]])),
+    )
+    assert mdp.single_stance(env, "feet", "twist").tolist() == [1.0]
+
+
+def test_presets_differ_only_where_they_say():
+    assert (BOOK.air_time_min_s, BOOK.single_stance_weight) == (0.125, 0.0)
+    assert (UPSTREAM.air_time_min_s, UPSTREAM.single_stance_weight) == (0.125, 0.0)
+    assert (STEPPING.air_time_min_s, STEPPING.single_stance_weight) == (0.05, 1.0)
+    assert STEPPING.lin_vel_std_m_s == BOOK.lin_vel_std_m_s
+    assert STEPPING.action_rate_stages == BOOK.action_rate_stages

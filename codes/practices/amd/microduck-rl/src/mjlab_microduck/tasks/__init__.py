@@ -5,11 +5,13 @@ from mjlab.tasks.velocity.rl import VelocityOnPolicyRunner
 
 from mjlab_microduck.tasks.rl_cfg import microduck_ppo_runner_cfg
 from mjlab_microduck.tasks.velocity import (
+    STEPPING_TUNING_TASK_ID,
     TASK_ID,
     TUNING_OF_TASK,
     UNGUARDED_TASK_ID,
     UPSTREAM_TUNING_TASK_ID,
     microduck_flat_env_cfg,
+    microduck_flat_stepping_tuning_env_cfg,
     microduck_flat_unguarded_env_cfg,
     microduck_flat_upstream_tuning_env_cfg,
 )
@@ -20,6 +22,7 @@ _ENV_FACTORIES = {
     TASK_ID: microduck_flat_env_cfg,
     UNGUARDED_TASK_ID: microduck_flat_unguarded_env_cfg,
     UPSTREAM_TUNING_TASK_ID: microduck_flat_upstream_tuning_env_cfg,
+    STEPPING_TUNING_TASK_ID: microduck_flat_stepping_tuning_env_cfg,
 }
 
 # mjlab may import this module both through its entry point and through the package: register once.

@@ -92,3 +92,26 @@ def legs_collapsed(
     feet_z = robot.data.site_pos_w[:, asset_cfg.site_ids, 2]
     height = trunk_height_above_lower_sole(robot.data.root_link_pos_w[:, 2], feet_z)
     return height < min_height_above_feet_m
+
+
+def single_stance_indicator(
+    in_contact: torch.Tensor, command: torch.Tensor, command_threshold: float
+) -> torch.Tensor:
+    """1.0 where exactly one foot touches the ground while the command asks for motion."""
+    one_foot = in_contact.sum(dim=-1) == 1
+    moving = command[:, :2].norm(dim=-1) + command[:, 2].abs() > command_threshold
+    return (one_foot & moving).float()
+
+
+def single_stance(
+    env: ManagerBasedRlEnv, sensor_name: str, command_name: str, command_threshold: float = 0.01
+) -> torch.Tensor:
+    """Reward: one foot on the ground while commanded to move, the phase every step passes.
+
+    mjlab's air-time reward pays only once a foot has been up for a while; on a robot whose
+    servos barely lift a foot, that signal is rarely found by random actions. This one pays for
+    the first moment of a step.
+    """
+    in_contact = env.scene[sensor_name].data.current_contact_time > 0
+    command = env.command_manager.get_command(command_name)
+    return single_stance_indicator(in_contact, command, command_threshold)

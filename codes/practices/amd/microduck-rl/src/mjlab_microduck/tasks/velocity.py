@@ -24,6 +24,7 @@ from mjlab.envs.mdp.actions import JointPositionActionCfg
 from mjlab.managers.curriculum_manager import CurriculumTermCfg
 from mjlab.managers.event_manager import EventTermCfg
 from mjlab.managers.observation_manager import ObservationTermCfg
+from mjlab.managers.reward_manager import RewardTermCfg
 from mjlab.managers.scene_entity_config import SceneEntityCfg
 from mjlab.managers.termination_manager import TerminationTermCfg
 from mjlab.sensor import (
@@ -47,15 +48,17 @@ from mjlab_microduck.robot.constants import (
 )
 from mjlab_microduck.tasks import mdp as duck_mdp
 from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
-from mjlab_microduck.tasks.tuning import BOOK, UPSTREAM, VelocityTuning
+from mjlab_microduck.tasks.tuning import BOOK, STEPPING, UPSTREAM, VelocityTuning
 
 TASK_ID = "Mjlab-Velocity-Flat-MicroDuck"
 UNGUARDED_TASK_ID = "Mjlab-Velocity-Flat-MicroDuck-Unguarded"
 UPSTREAM_TUNING_TASK_ID = "Mjlab-Velocity-Flat-MicroDuck-UpstreamTuning"
+STEPPING_TUNING_TASK_ID = "Mjlab-Velocity-Flat-MicroDuck-SteppingTuning"
 TUNING_OF_TASK: dict[str, VelocityTuning] = {
     TASK_ID: BOOK,
     UNGUARDED_TASK_ID: BOOK,
     UPSTREAM_TUNING_TASK_ID: UPSTREAM,
+    STEPPING_TUNING_TASK_ID: STEPPING,
 }
 
 BELOW_GROUND_MIN_HEIGHT_M = -0.05
@@ -182,6 +185,11 @@ def microduck_flat_upstream_tuning_env_cfg(play: bool = False) -> ManagerBasedRl
     return microduck_flat_env_cfg(play=play, tuning=UPSTREAM)
 
 
+def microduck_flat_stepping_tuning_env_cfg(play: bool = False) -> ManagerBasedRlEnvCfg:
+    """The same task with an earlier stepping signal (``tuning.STEPPING``), to be trained."""
+    return microduck_flat_env_cfg(play=play, tuning=STEPPING)
+
+
 def _configure_observations(cfg: ManagerBasedRlEnvCfg) -> None:
     actor = cfg.observations["actor"].terms
     critic = cfg.observations["critic"].terms
@@ -282,8 +290,18 @@ def _configure_rewards(cfg: ManagerBasedRlEnvCfg, tuning: VelocityTuning) -> Non
     pose["walking_threshold"] = 0.01
     rewards["air_time"].weight = 3.0
     rewards["air_time"].params.update(
-        {"threshold_min": 0.125, "threshold_max": 0.300, "command_threshold": 0.01}
+        {"threshold_min": tuning.air_time_min_s, "threshold_max": 0.300, "command_threshold": 0.01}
     )
+    if tuning.single_stance_weight:
+        rewards["single_stance"] = RewardTermCfg(
+            func=duck_mdp.single_stance,
+            weight=tuning.single_stance_weight,
+            params={
+                "sensor_name": "feet_ground_contact",
+                "command_name": "twist",
+                "command_threshold": 0.01,
+            },
+        )
     for name in ("foot_clearance", "foot_swing_height"):
         rewards[name].params["target_height"] = 0.02
         rewards[name].params["command_threshold"] = 0.01
