@@ -42,6 +42,11 @@ class VelocityTuning:
             long (mjlab's default is 0.05 s).
         single_stance_weight: weight of ``single_stance`` (one foot on the ground while
             commanded to move); 0 leaves the term out.
+        gait_period_s: period of the gait clock the policy observes and of the contact
+            schedule ``follow_gait_contacts`` pays for; ``None`` leaves both out.
+        gait_weight: weight of ``follow_gait_contacts``.
+        hip_roll_walking_std_rad: the pose reward's tolerance on the hip-roll joints while
+            commanded to move (upstream 0.05 rad; shifting weight onto one foot needs more).
     """
 
     name: str
@@ -50,6 +55,14 @@ class VelocityTuning:
     init_action_std_rad: float
     air_time_min_s: float = 0.125
     single_stance_weight: float = 0.0
+    gait_period_s: float | None = None
+    gait_weight: float = 0.0
+    hip_roll_walking_std_rad: float = 0.05
+
+    @property
+    def task_suffix(self) -> str:
+        """``gait_strong`` -> ``GaitStrongTuning``: suffix of the task that trains this preset."""
+        return "".join(part.capitalize() for part in self.name.split("_")) + "Tuning"
 
     def standing_tracking_reward(self, command_m_s: float) -> float:
         """Tracking reward (of 1) earned by standing still under a forward command."""
@@ -87,3 +100,14 @@ BOOK = VelocityTuning(
 # Not yet trained at full size: the book's preset with a stepping signal that exploration can
 # find early (air time paid from 0.05 s; one foot down while commanded is rewarded).
 STEPPING = replace(BOOK, name="stepping", air_time_min_s=0.05, single_stance_weight=1.0)
+
+# A gait clock (sin/cos of a 0.4 s cycle) in the observations and a reward for feet that touch
+# down on its schedule: a dense stepping signal, the usual cure for bipeds that learn to stand.
+GAIT = replace(BOOK, name="gait", gait_period_s=0.4, gait_weight=1.0)
+GAIT_SLOW = replace(GAIT, name="gait_slow", gait_period_s=0.5)
+GAIT_SHARP = replace(GAIT, name="gait_sharp", lin_vel_std_m_s=0.1)
+GAIT_STRONG = replace(GAIT, name="gait_strong", gait_weight=2.0, hip_roll_walking_std_rad=0.15)
+GAIT_STRONG_SHARP = replace(GAIT_STRONG, name="gait_strong_sharp", lin_vel_std_m_s=0.1)
+
+# Every preset but the default one trains as its own task, ``<default task>-<task_suffix>``.
+COMPARED_PRESETS = (UPSTREAM, STEPPING, GAIT, GAIT_SLOW, GAIT_SHARP, GAIT_STRONG, GAIT_STRONG_SHARP)

@@ -48,17 +48,22 @@ from mjlab_microduck.robot.constants import (
 )
 from mjlab_microduck.tasks import mdp as duck_mdp
 from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
-from mjlab_microduck.tasks.tuning import BOOK, STEPPING, UPSTREAM, VelocityTuning
+from mjlab_microduck.tasks.tuning import (
+    BOOK,
+    COMPARED_PRESETS,
+    STEPPING,
+    UPSTREAM,
+    VelocityTuning,
+)
 
 TASK_ID = "Mjlab-Velocity-Flat-MicroDuck"
-UNGUARDED_TASK_ID = "Mjlab-Velocity-Flat-MicroDuck-Unguarded"
-UPSTREAM_TUNING_TASK_ID = "Mjlab-Velocity-Flat-MicroDuck-UpstreamTuning"
-STEPPING_TUNING_TASK_ID = "Mjlab-Velocity-Flat-MicroDuck-SteppingTuning"
+UNGUARDED_TASK_ID = f"{TASK_ID}-Unguarded"
+UPSTREAM_TUNING_TASK_ID = f"{TASK_ID}-{UPSTREAM.task_suffix}"
+STEPPING_TUNING_TASK_ID = f"{TASK_ID}-{STEPPING.task_suffix}"
 TUNING_OF_TASK: dict[str, VelocityTuning] = {
     TASK_ID: BOOK,
     UNGUARDED_TASK_ID: BOOK,
-    UPSTREAM_TUNING_TASK_ID: UPSTREAM,
-    STEPPING_TUNING_TASK_ID: STEPPING,
+    **{f"{TASK_ID}-{preset.task_suffix}": preset for preset in COMPARED_PRESETS},
 }
 
 BELOW_GROUND_MIN_HEIGHT_M = -0.05
@@ -148,7 +153,7 @@ def microduck_flat_env_cfg(
     )
     cfg.scene.sensors = (foot_height, feet_ground)
 
-    _configure_observations(cfg)
+    _configure_observations(cfg, tuning)
     _configure_actions(cfg)
     _configure_commands(cfg)
     _configure_events(cfg)
@@ -175,22 +180,18 @@ def microduck_flat_env_cfg(
     return cfg
 
 
-def microduck_flat_unguarded_env_cfg(play: bool = False) -> ManagerBasedRlEnvCfg:
-    """The same task without ``below_ground``: how the original run was made before the fix."""
-    return microduck_flat_env_cfg(play=play, below_ground_guard=False)
+def env_cfg_of_task(task_id: str, play: bool = False) -> ManagerBasedRlEnvCfg:
+    """The env config registered under ``task_id``: its preset, guarded unless it says not."""
+    if task_id not in TUNING_OF_TASK:
+        raise KeyError(f"unknown MicroDuck task {task_id!r}; known: {', '.join(TUNING_OF_TASK)}")
+    return microduck_flat_env_cfg(
+        play=play,
+        below_ground_guard=task_id != UNGUARDED_TASK_ID,
+        tuning=TUNING_OF_TASK[task_id],
+    )
 
 
-def microduck_flat_upstream_tuning_env_cfg(play: bool = False) -> ManagerBasedRlEnvCfg:
-    """The same task with the upstream figures (``tuning.UPSTREAM``), for comparison."""
-    return microduck_flat_env_cfg(play=play, tuning=UPSTREAM)
-
-
-def microduck_flat_stepping_tuning_env_cfg(play: bool = False) -> ManagerBasedRlEnvCfg:
-    """The same task with an earlier stepping signal (``tuning.STEPPING``), to be trained."""
-    return microduck_flat_env_cfg(play=play, tuning=STEPPING)
-
-
-def _configure_observations(cfg: ManagerBasedRlEnvCfg) -> None:
+def _configure_observations(cfg: ManagerBasedRlEnvCfg, tuning: VelocityTuning) -> None:
     actor = cfg.observations["actor"].terms
     critic = cfg.observations["critic"].terms
     for group in (actor, critic):
@@ -220,8 +221,15 @@ def _configure_observations(cfg: ManagerBasedRlEnvCfg) -> None:
         delay_min_lag=1,
         delay_max_lag=1,
     )
-    for name in ("base_ang_vel", "projected_gravity", "joint_pos", "joint_vel"):
-        critic[name] = ObservationTermCfg(func=actor[name].func, params=dict(actor[name].params))
+    if tuning.gait_period_s is not None:
+        actor["gait_clock"] = ObservationTermCfg(
+            func=duck_mdp.gait_clock, params={"period_s": tuning.gait_period_s}
+        )
+    for name in ("base_ang_vel", "projected_gravity", "joint_pos", "joint_vel", "gait_clock"):
+        if name in actor:
+            critic[name] = ObservationTermCfg(
+                func=actor[name].func, params=dict(actor[name].params)
+            )
 
 
 def _configure_actions(cfg: ManagerBasedRlEnvCfg) -> None:
@@ -285,8 +293,9 @@ def _configure_rewards(cfg: ManagerBasedRlEnvCfg, tuning: VelocityTuning) -> Non
     rewards["upright"].params["asset_cfg"].body_names = (ROOT_BODY,)
     pose = rewards["pose"].params
     pose["std_standing"] = {**_LEG_STD_STANDING, **_HEAD_STD}
-    pose["std_walking"] = {**_LEG_STD_WALKING, **_HEAD_STD}
-    pose["std_running"] = {**_LEG_STD_WALKING, **_HEAD_STD}
+    leg_std_walking = {**_LEG_STD_WALKING, r".*_hip_roll": tuning.hip_roll_walking_std_rad}
+    pose["std_walking"] = {**leg_std_walking, **_HEAD_STD}
+    pose["std_running"] = {**leg_std_walking, **_HEAD_STD}
     pose["walking_threshold"] = 0.01
     rewards["air_time"].weight = 3.0
     rewards["air_time"].params.update(
@@ -299,6 +308,17 @@ def _configure_rewards(cfg: ManagerBasedRlEnvCfg, tuning: VelocityTuning) -> Non
             params={
                 "sensor_name": "feet_ground_contact",
                 "command_name": "twist",
+                "command_threshold": 0.01,
+            },
+        )
+    if tuning.gait_period_s is not None:
+        rewards["follow_gait_contacts"] = RewardTermCfg(
+            func=duck_mdp.follow_gait_contacts,
+            weight=tuning.gait_weight,
+            params={
+                "sensor_name": "feet_ground_contact",
+                "command_name": "twist",
+                "period_s": tuning.gait_period_s,
                 "command_threshold": 0.01,
             },
         )
