@@ -31,14 +31,15 @@ import pandas as pd
 import pytest
 import torch
 
-from mjlab_microduck import acceptance, faults, records, replay
+from mjlab_microduck import acceptance, faults, records, replay, results
 from mjlab_microduck.replay import ReplayError, ReplayRequest, compute_metrics
 
 REPO = Path(__file__).resolve().parents[1]
 PKG = REPO / "codes/practices/amd/microduck-rl"
 SCRIPT = PKG / "scripts/render_mjlab_checkpoint.py"
 RESULTS = REPO / "book/results"
-MODEL_499 = RESULTS / "h200_train_500/model_499.pt"
+MODEL_499 = RESULTS / results.RECIPE_RUN_500 / "model_499.pt"
+MODEL_750 = RESULTS / results.RECIPE_RUN_1500 / "model_750.pt"
 DT = 0.02
 
 
@@ -288,6 +289,33 @@ def test_published_model_499_stands_for_4_seconds(device):
     assert acceptance.verdict(m.__dict__).stable
 
 
+@pytest.mark.parametrize(
+    "device",
+    [
+        "cpu",
+        pytest.param(
+            "cuda:0",
+            marks=[
+                pytest.mark.gpu,
+                pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU"),
+            ],
+        ),
+    ],
+)
+def test_published_stepping_checkpoint_moves_forward_on_command(device):
+    """#6's test: a published checkpoint, replayed by the protocol, goes forward without falling.
+
+    Recorded on the H200 it moved 0.20 m in 4 s; a policy that only stands moves under 0.01 m.
+    """
+    request = ReplayRequest(checkpoint=MODEL_750, device=device, video=False,
+                            task=acceptance.RECIPE_TASK)
+    trajectory, _, dt = replay.simulate(request, progress=False)
+    m = compute_metrics(trajectory, (request.lin_vel_x, request.lin_vel_y), dt)
+    assert m.done_count == 0 and m.fell_like_fraction == 0.0
+    assert m.mean_forward_velocity_mps > 0.03
+    assert m.forward_displacement_m > 0.1
+
+
 def test_the_same_checkpoint_sinks_with_the_fault_on():
     request = ReplayRequest(
         checkpoint=MODEL_499, frames=50, video=False, frozen_broadphase=True,
@@ -393,7 +421,7 @@ def test_published_checkpoints_come_from_recipe_training_records():
     published = acceptance.published_checkpoints(RESULTS)
     by_name = {c.name: c for c in published}
     assert "model_499.pt" in by_name
-    assert by_name["model_499.pt"].run == "h200_train_500"
+    assert by_name["model_499.pt"].run == results.RECIPE_RUN_500
     assert by_name["model_499.pt"].sha256 == records.sha256_file(MODEL_499)
     # The fault-injected runs of chapter 7 publish checkpoints too; they are not candidates.
     assert "model_79.pt" not in by_name and "model_14.pt" not in by_name
@@ -404,7 +432,7 @@ def test_recorded_replays_are_matched_to_their_checkpoint():
     published = {c.name: c for c in acceptance.published_checkpoints(RESULTS)}
     replays = acceptance.recorded_replays(RESULTS)
     found = acceptance.recorded_protocol_replay(published["model_499.pt"], replays)
-    assert found is not None and found.where.name == "h200_replay_model_499"
+    assert found is not None and found.where.name == "h200_stepping_replay_model_499"
     assert found.video is not None and found.video.is_file()
     by_name = {r.where.name: r for r in replays}
     # The faulted replay is not a protocol replay; the stock one replayed another checkpoint.
@@ -414,16 +442,23 @@ def test_recorded_replays_are_matched_to_their_checkpoint():
     )
     table = acceptance.inventory(list(published.values()), replays, ["model_1750.pt"])
     assert table.loc["model_1750.pt", "published in"] == "not published yet"
-    assert table.loc["model_750.pt", "published in"] == "book/results/h200_resume_1500"
-    assert "h200_replay_model_499" in table.loc["model_499.pt", "recorded protocol replay"]
+    assert table.loc["model_750.pt", "published in"] == f"book/results/{results.RECIPE_RUN_1500}"
+    assert "h200_stepping_replay_model_499" in table.loc["model_499.pt", "recorded protocol replay"]
 
 
 def test_checkpoint_hash_in_a_record_wins_over_the_file_name(tmp_path):
     published = {c.name: c for c in acceptance.published_checkpoints(RESULTS)}
-    record = records.load_record(RESULTS / "h200_replay_model_499")
+    record = records.load_record(RESULTS / "h200_stepping_replay_model_499")
     ckpt = published["model_499.pt"]
     other = record.model_copy(update={"config": {**record.config, "checkpoint_sha256": "0" * 64}})
-    assert acceptance.replays_checkpoint(record, ckpt)  # by name and run folder
+    assert acceptance.replays_checkpoint(record, ckpt)  # by its hash
+    legacy = record.model_copy(
+        update={"config": {k: v for k, v in record.config.items() if k != "checkpoint_sha256"}}
+    )
+    assert acceptance.replays_checkpoint(legacy, ckpt)  # by name and run folder
+    elsewhere = {**legacy.config, "checkpoint": "/x/y/model_499.pt"}
+    moved = legacy.model_copy(update={"config": elsewhere})
+    assert not acceptance.replays_checkpoint(moved, ckpt)  # same name, another run's folder
     assert not acceptance.replays_checkpoint(other, ckpt)  # the hash says another file
     same = record.model_copy(
         update={"config": {**record.config, "checkpoint": "/elsewhere/x.pt",
@@ -434,8 +469,8 @@ def test_checkpoint_hash_in_a_record_wins_over_the_file_name(tmp_path):
 
 def test_a_changed_published_checkpoint_stops_discovery(tmp_path):
     root = tmp_path / "results"
-    shutil.copytree(RESULTS / "h200_train_500", root / "h200_train_500")
-    (root / "h200_train_500" / "model_499.pt").write_bytes(b"tampered")
+    shutil.copytree(RESULTS / results.RECIPE_RUN_500, root / "run")
+    (root / "run" / "model_499.pt").write_bytes(b"tampered")
     with pytest.raises(records.RecordError, match="model_499.pt"):
         acceptance.published_checkpoints(root)
 

@@ -11,7 +11,7 @@ from mjlab.envs import ManagerBasedRlEnv
 from mjlab.tasks.registry import list_tasks
 
 import mjlab_microduck  # noqa: F401  (hooks + registration)
-from mjlab_microduck.tasks.tuning import STEPPING
+from mjlab_microduck.tasks.tuning import BOOK, GAIT_SLOW, STEPPING
 from mjlab_microduck.tasks.velocity import (
     TASK_ID,
     TUNING_OF_TASK,
@@ -113,4 +113,25 @@ def test_the_stepping_preset_adds_its_reward_and_steps_finite():
         assert torch.isfinite(reward).all()
     finally:
         env.close()
-    assert "single_stance" not in microduck_flat_env_cfg().rewards  # the default is unchanged
+    assert "single_stance" in microduck_flat_env_cfg().rewards  # the default task's preset
+    assert "single_stance" not in microduck_flat_env_cfg(tuning=BOOK).rewards
+
+
+def test_the_gait_preset_observes_its_clock_and_standing_earns_half_its_reward():
+    env = _env(num_envs=2, tuning=GAIT_SLOW)
+    try:
+        obs, _ = env.reset()
+        assert "gait_clock" in env.observation_manager.active_terms["actor"]
+        actions = torch.zeros(env.num_envs, env.action_manager.total_action_dim)
+        gait = env.reward_manager.active_terms.index("follow_gait_contacts")
+        paid = []
+        for _ in range(30):
+            obs, reward, *_ = env.step(actions)
+            paid.append(env.reward_manager._step_reward[:, gait].clone())
+        assert torch.isfinite(reward).all()
+        # Zero actions stand on both feet: one foot agrees with the schedule, half the reward.
+        assert torch.stack(paid[5:]).mean().item() == pytest.approx(0.5, abs=0.05)
+        clock = obs["actor"][:, -2:]
+        assert torch.allclose(clock.norm(dim=-1), torch.ones(2), atol=1e-5)
+    finally:
+        env.close()

@@ -1,5 +1,7 @@
 """The task terms the package adds, on hand-computed values (no env needed)."""
 
+import math
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -103,3 +105,59 @@ def test_presets_differ_only_where_they_say():
     assert (STEPPING.air_time_min_s, STEPPING.single_stance_weight) == (0.05, 1.0)
     assert STEPPING.lin_vel_std_m_s == BOOK.lin_vel_std_m_s
     assert STEPPING.action_rate_stages == BOOK.action_rate_stages
+
+
+def test_gait_phase_wraps_every_period():
+    t = torch.tensor([0.0, 0.125, 0.25, 0.5, 0.625])
+    assert mdp.gait_phase_at(t, 0.5).tolist() == pytest.approx([0.0, 0.25, 0.5, 0.0, 0.25])
+
+
+def test_stance_schedule_alternates_the_feet():
+    phase = torch.tensor([0.0, 0.25, 0.5, 0.75])
+    assert mdp.stance_schedule(phase).tolist() == [
+        [True, False], [True, False], [False, True], [False, True]
+    ]
+
+
+def test_gait_contact_match_counts_agreeing_feet():
+    schedule = torch.tensor([[True, False]] * 4)
+    contact = torch.tensor([[True, False], [True, True], [False, True], [True, True]])
+    moving = torch.tensor([True, True, True, False])
+    # In step; standing on both (half agrees); the wrong foot; told to stand and standing.
+    assert mdp.gait_contact_match(contact, schedule, moving).tolist() == [1.0, 0.5, 0.0, 1.0]
+
+
+def _gait_env(step: int, contact_time, command):
+    sensor = SimpleNamespace(data=SimpleNamespace(current_contact_time=torch.tensor(contact_time)))
+    return SimpleNamespace(
+        scene={"feet": sensor}, step_dt=0.02, episode_length_buf=torch.tensor([step]),
+        command_manager=SimpleNamespace(get_command=lambda name: torch.tensor([command])),
+    )  # fmt: skip
+
+
+def test_follow_gait_contacts_reads_the_clock_the_sensor_and_the_command():
+    # 0.5 s period, 0.02 s steps: step 5 is phase 0.2 (left stance), step 15 phase 0.6 (right).
+    left_down = [[0.1, 0.0]]
+    assert mdp.follow_gait_contacts(
+        _gait_env(5, left_down, [0.2, 0.0, 0.0]), "feet", "twist", 0.5).tolist() == [1.0]
+    assert mdp.follow_gait_contacts(
+        _gait_env(15, left_down, [0.2, 0.0, 0.0]), "feet", "twist", 0.5).tolist() == [0.0]
+    assert mdp.follow_gait_contacts(
+        _gait_env(15, [[0.1, 0.1]], [0.0, 0.0, 0.0]), "feet", "twist", 0.5).tolist() == [1.0]
+
+
+def test_gait_clock_is_sin_and_cos_of_the_phase():
+    env = _gait_env(5, [[0.0, 0.0]], [0.0, 0.0, 0.0])  # phase 0.2 of a 0.5 s cycle
+    angle = 2 * math.pi * 0.2
+    assert mdp.gait_clock(env, 0.5)[0].tolist() == pytest.approx([math.sin(angle), math.cos(angle)])
+
+
+def test_the_default_preset_is_stepping_and_the_gait_preset_only_adds_the_clock():
+    from mjlab_microduck.tasks import tuning
+
+    assert tuning.DEFAULT_TUNING is STEPPING
+    assert tuning.GAIT_SLOW.gait_period_s == 0.5 and tuning.GAIT_SLOW.gait_weight == 1.0
+    assert replace(tuning.GAIT_SLOW, name="book", gait_period_s=None, gait_weight=0.0) == BOOK
+    assert [p.task_suffix for p in tuning.COMPARED_PRESETS] == [
+        "BookTuning", "UpstreamTuning", "SteppingTuning", "GaitSlowTuning"
+    ]

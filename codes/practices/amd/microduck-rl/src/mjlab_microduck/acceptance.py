@@ -36,7 +36,7 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from mjlab_microduck import records
-from mjlab_microduck.tasks.velocity import TASK_ID
+from mjlab_microduck.tasks.velocity import STEPPING_TUNING_TASK_ID, TASK_ID
 
 if TYPE_CHECKING:  # heavy imports only for type checkers
     import pandas as pd
@@ -49,6 +49,10 @@ PROTOCOL_LIN_VEL_X = 0.15  # m/s; lateral and yaw commands zero
 # "Walks" means at least half the commanded forward speed, averaged over the replay.
 WALK_FRACTION_OF_COMMAND = 0.5
 MIN_FORWARD_VELOCITY_MPS = WALK_FRACTION_OF_COMMAND * PROTOCOL_LIN_VEL_X
+
+# The recipe run chapters 5 and 6 read: the default preset (STEPPING), trained under that
+# preset's own task ID, which its records keep. Both IDs build the same environment.
+RECIPE_TASK = STEPPING_TUNING_TASK_ID
 
 REFERENCE_LABEL = "reported on a Radeon AI PRO R9700 in the original chapter"
 
@@ -132,7 +136,7 @@ def _run_name(run_id: str) -> str:
     return _RUN_STAMP_RE.sub("", run_id)
 
 
-def is_recipe_training(record: records.RunRecord, task: str = TASK_ID) -> bool:
+def is_recipe_training(record: records.RunRecord, task: str = RECIPE_TASK) -> bool:
     """A finished training run of the guarded task without fault injection."""
     return (
         record.kind == "train"
@@ -143,7 +147,7 @@ def is_recipe_training(record: records.RunRecord, task: str = TASK_ID) -> bool:
 
 
 def published_checkpoints(
-    results_root: str | Path, task: str = TASK_ID
+    results_root: str | Path, task: str = RECIPE_TASK
 ) -> list[PublishedCheckpoint]:
     """Every checkpoint published with a recipe training run, by iteration.
 
@@ -174,7 +178,7 @@ def published_checkpoints(
     return [found[i] for i in sorted(found)]
 
 
-def is_protocol_replay(record: records.RunRecord, task: str = TASK_ID) -> bool:
+def is_protocol_replay(record: records.RunRecord, task: str = RECIPE_TASK) -> bool:
     """A finished replay made with the book's protocol (200 frames, seed 42, 0.15 m/s, no fault)."""
     cfg = record.config
     return (
@@ -240,7 +244,7 @@ def recorded_replays(results_root: str | Path) -> list[RecordedReplay]:
 
 
 def recorded_protocol_replay(
-    checkpoint: PublishedCheckpoint, replays: Iterable[RecordedReplay], task: str = TASK_ID
+    checkpoint: PublishedCheckpoint, replays: Iterable[RecordedReplay], task: str = RECIPE_TASK
 ) -> RecordedReplay | None:
     """The recorded protocol replay of ``checkpoint``, or None (the first, if several)."""
     for rep in replays:
@@ -603,6 +607,49 @@ def acceptance_sentence(
 
 
 # ----------------------------------------------------------------------------- publishing media
+
+
+def recorded_presets(results_root: str | Path) -> dict[str, str]:
+    """Tuning preset name -> task, for every published recipe run whose record names a preset."""
+    found: dict[str, str] = {}
+    for _, record in sorted(records.find_records(results_root), key=lambda r: r[1].started_at):
+        tuning = record.config.get("tuning")
+        task = str(record.config.get("task"))
+        if isinstance(tuning, dict) and is_recipe_training(record, task):
+            found.setdefault(str(tuning["name"]), task)
+    return found
+
+
+def recorded_preset_rows(results_root: str | Path, task: str) -> dict[str, dict[str, Any]]:
+    """Checkpoint name -> summary of the recorded protocol replay, for one preset's run."""
+    replays = recorded_replays(results_root)
+    rows = {}
+    for ckpt in published_checkpoints(results_root, task=task):
+        rep = recorded_protocol_replay(ckpt, replays, task=task)
+        if rep is not None:
+            rows[ckpt.name] = dict(rep.record.summary)
+    return rows
+
+
+def preset_outcomes(results_root: str | Path) -> pd.DataFrame:
+    """One row per recorded preset: its recorded replays reduced by this module's rules."""
+    import pandas as pd
+
+    out = []
+    for name, task in recorded_presets(results_root).items():
+        rows = recorded_preset_rows(results_root, task)
+        if not rows:
+            continue
+        best = rank_checkpoints(rows)[0]
+        out.append({
+            "preset": name, "task": task, "checkpoints replayed": len(rows),
+            "stable": sum(verdict(r).stable for r in rows.values()),
+            "best checkpoint": best,
+            "best mean forward velocity (m/s)": rows[best]["mean_forward_velocity_mps"],
+            "largest 4 s displacement (m)": max(r["forward_displacement_m"] for r in rows.values()),
+            "walks": "yes" if verdict(rows[best]).walks else "no",
+        })  # fmt: skip
+    return pd.DataFrame(out).set_index("preset")
 
 
 def media_dir(repo: str | Path) -> Path:

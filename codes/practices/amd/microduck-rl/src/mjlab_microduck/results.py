@@ -70,6 +70,11 @@ REFERENCE_R9700: dict[str, Any] = {
     },
 }  # fmt: skip
 
+# The published recipe run chapters 4 to 6 read: the default preset's (``tasks.tuning``), both
+# stages. Runs of the other presets are published beside it as ``h200_<preset>_...``.
+RECIPE_RUN_500 = "h200_stepping_train_500"
+RECIPE_RUN_1500 = "h200_stepping_resume_1500"
+
 TERMINATION_PREFIX = "Episode_Termination/"
 
 # What the chapters plot by default: (panel title, columns or a column prefix).

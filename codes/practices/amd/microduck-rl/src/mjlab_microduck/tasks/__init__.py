@@ -19,12 +19,12 @@ __all__ = ["TASK_ID", "UNGUARDED_TASK_ID", "UPSTREAM_TUNING_TASK_ID", "microduck
 
 # mjlab may import this module both through its entry point and through the package: register once.
 if TASK_ID not in list_tasks():
-    for task_id, tuning in TUNING_OF_TASK.items():
+    for task_id, preset in TUNING_OF_TASK.items():
         factory = partial(env_cfg_of_task, task_id)
         register_mjlab_task(
             task_id=task_id,
             env_cfg=factory(),
             play_env_cfg=factory(play=True),
-            rl_cfg=microduck_ppo_runner_cfg(tuning.init_action_std_rad),
+            rl_cfg=microduck_ppo_runner_cfg(preset.init_action_std_rad),
             runner_cls=VelocityOnPolicyRunner,
         )

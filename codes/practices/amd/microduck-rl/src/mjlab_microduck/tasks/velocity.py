@@ -6,7 +6,7 @@ pose, gait rewards scaled to a robot whose feet lift 2 cm, and five terminations
 ``fell_over``, ``nan_state``, ``legs_collapsed`` (the trunk sank to its feet, a fall this
 feet-only collision model cannot stop) and ``below_ground``, the guard against missing ground
 contacts described in chapter 2. The few figures that decide between standing and walking are
-a tuning preset (``tuning.py``); the default task uses ``BOOK``.
+a tuning preset (``tuning.py``); the default task uses ``STEPPING``.
 
 Left out on purpose (the book says why): the head-pose and body-pose commands, the
 turn-in-place envs, the actuator-model-specific randomisation and the self-collision term (only
@@ -51,6 +51,7 @@ from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
 from mjlab_microduck.tasks.tuning import (
     BOOK,
     COMPARED_PRESETS,
+    DEFAULT_TUNING,
     STEPPING,
     UPSTREAM,
     VelocityTuning,
@@ -59,10 +60,11 @@ from mjlab_microduck.tasks.tuning import (
 TASK_ID = "Mjlab-Velocity-Flat-MicroDuck"
 UNGUARDED_TASK_ID = f"{TASK_ID}-Unguarded"
 UPSTREAM_TUNING_TASK_ID = f"{TASK_ID}-{UPSTREAM.task_suffix}"
+BOOK_TUNING_TASK_ID = f"{TASK_ID}-{BOOK.task_suffix}"
 STEPPING_TUNING_TASK_ID = f"{TASK_ID}-{STEPPING.task_suffix}"
 TUNING_OF_TASK: dict[str, VelocityTuning] = {
-    TASK_ID: BOOK,
-    UNGUARDED_TASK_ID: BOOK,
+    TASK_ID: DEFAULT_TUNING,
+    UNGUARDED_TASK_ID: DEFAULT_TUNING,
     **{f"{TASK_ID}-{preset.task_suffix}": preset for preset in COMPARED_PRESETS},
 }
 
@@ -118,7 +120,7 @@ _HEAD_STD = {name: 0.1 for name in HEAD_JOINTS}
 
 
 def microduck_flat_env_cfg(
-    play: bool = False, below_ground_guard: bool = True, tuning: VelocityTuning = BOOK
+    play: bool = False, below_ground_guard: bool = True, tuning: VelocityTuning = DEFAULT_TUNING
 ) -> ManagerBasedRlEnvCfg:
     """The MicroDuck flat-ground velocity env; ``play`` gives the replay/evaluation variant."""
     cfg = make_velocity_env_cfg()
@@ -293,9 +295,8 @@ def _configure_rewards(cfg: ManagerBasedRlEnvCfg, tuning: VelocityTuning) -> Non
     rewards["upright"].params["asset_cfg"].body_names = (ROOT_BODY,)
     pose = rewards["pose"].params
     pose["std_standing"] = {**_LEG_STD_STANDING, **_HEAD_STD}
-    leg_std_walking = {**_LEG_STD_WALKING, r".*_hip_roll": tuning.hip_roll_walking_std_rad}
-    pose["std_walking"] = {**leg_std_walking, **_HEAD_STD}
-    pose["std_running"] = {**leg_std_walking, **_HEAD_STD}
+    pose["std_walking"] = {**_LEG_STD_WALKING, **_HEAD_STD}
+    pose["std_running"] = {**_LEG_STD_WALKING, **_HEAD_STD}
     pose["walking_threshold"] = 0.01
     rewards["air_time"].weight = 3.0
     rewards["air_time"].params.update(
