@@ -41,6 +41,17 @@ RESULTS = REPO / "book/results"
 MODEL_499 = RESULTS / results.RECIPE_RUN_500 / "model_499.pt"
 MODEL_750 = RESULTS / results.RECIPE_RUN_1500 / "model_750.pt"
 DT = 0.02
+# A GPU case is skipped with its reason on a CPU; the CPU case covers the same logic.
+CPU_AND_GPU = [
+    "cpu",
+    pytest.param(
+        "cuda:0",
+        marks=[
+            pytest.mark.gpu,
+            pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU"),
+        ],
+    ),
+]
 
 
 @pytest.fixture(autouse=True)
@@ -76,6 +87,29 @@ def test_metrics_of_a_straight_walk():
     assert m.mean_abs_velocity_error_mps == pytest.approx(0.05)
     assert (m.done_count, m.fell_like_frames, m.fell_like_fraction) == (0, 0, 0.0)
     assert m.min_trunk_z_m == pytest.approx(0.11) and m.min_upright_proxy == 1.0
+
+
+def test_drift_of_a_quarter_circle_with_sway():
+    # A quarter circle of radius 0.5 m walked in 101 frames, heading crossing +pi (unwrapped).
+    angle = np.linspace(0.0, math.pi / 2, 101)
+    frame = scripted(101, heading=0.0, speed=0.1)
+    frame["x"], frame["y"] = 0.5 * np.sin(angle), 0.5 * (1 - np.cos(angle))
+    frame["yaw"] = np.angle(np.exp(1j * (angle + 3.0)))  # wraps from +pi to -pi on the way
+    frame["vy_b"] = np.where(np.arange(101) % 2 == 0, 0.2, -0.2)
+    drift = replay.drift_metrics(frame)
+    assert drift["heading_change_rad"] == pytest.approx(math.pi / 2)
+    assert drift["path_length_m"] == pytest.approx(0.5 * math.pi / 2, rel=1e-4)
+    assert drift["straight_line_m"] == pytest.approx(0.5 * math.sqrt(2))
+    assert drift["sideways_sway_mps"] == pytest.approx(0.2, rel=1e-3)
+    with pytest.raises(ReplayError):
+        replay.drift_metrics(frame.iloc[0:0])
+
+
+def test_path_in_start_frame_turns_the_first_heading_forward():
+    path = replay.path_in_start_frame(scripted(11, heading=math.pi / 2, speed=0.1, lateral=0.05))
+    assert path["forward_m"].iloc[-1] == pytest.approx(0.1 * 10 * DT)
+    assert path["left_m"].iloc[-1] == pytest.approx(0.05 * 10 * DT)
+    assert (path["forward_m"].iloc[0], path["left_m"].iloc[0]) == (0.0, 0.0)
 
 
 @pytest.mark.parametrize("heading", [math.pi / 2, -2.5, math.pi])
@@ -261,19 +295,7 @@ def test_short_replay_writes_h264_mp4_and_a_verified_record(tmp_path):
     ]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    "device",
-    [
-        "cpu",
-        pytest.param(
-            "cuda:0",
-            marks=[
-                pytest.mark.gpu,
-                pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU"),
-            ],
-        ),
-    ],
-)
+@pytest.mark.parametrize("device", CPU_AND_GPU)
 def test_published_model_499_stands_for_4_seconds(device):
     """The book's protocol: 200 frames, seed 42, lin_vel_x 0.15 m/s, no video."""
     request = ReplayRequest(checkpoint=MODEL_499, device=device, video=False)
@@ -289,19 +311,7 @@ def test_published_model_499_stands_for_4_seconds(device):
     assert acceptance.verdict(m.__dict__).stable
 
 
-@pytest.mark.parametrize(
-    "device",
-    [
-        "cpu",
-        pytest.param(
-            "cuda:0",
-            marks=[
-                pytest.mark.gpu,
-                pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU"),
-            ],
-        ),
-    ],
-)
+@pytest.mark.parametrize("device", CPU_AND_GPU)
 def test_published_stepping_checkpoint_moves_forward_on_command(device):
     """#6's test: a published checkpoint, replayed by the protocol, goes forward without falling.
 

@@ -161,3 +161,23 @@ def test_the_default_preset_is_stepping_and_the_gait_preset_only_adds_the_clock(
     assert [p.task_suffix for p in tuning.COMPARED_PRESETS] == [
         "BookTuning", "UpstreamTuning", "SteppingTuning", "GaitSlowTuning"
     ]
+
+
+def test_candidate_presets_reach_the_tracking_terms_and_nothing_else():
+    from mjlab_microduck.tasks import tuning
+    from mjlab_microduck.tasks.velocity import TASK_ID, env_cfg_of_task
+
+    def tracking(task):
+        rewards = env_cfg_of_task(task).rewards
+        lin, ang = rewards["track_linear_velocity"], rewards["track_angular_velocity"]
+        return (lin.weight, lin.params["std"], ang.weight, ang.params["std"])
+
+    assert tracking(TASK_ID) == pytest.approx((2.0, 0.2, 2.0, math.sqrt(0.5)))
+    assert tracking(f"{TASK_ID}-SteppingSharpTuning") == pytest.approx((2.0, 0.1, 2.0, 0.35))
+    assert tracking(f"{TASK_ID}-SteppingTrackingTuning") == pytest.approx(
+        (4.0, 0.2, 4.0, math.sqrt(0.5))
+    )
+    for preset in tuning.CANDIDATE_PRESETS:
+        back = replace(preset, name="stepping", lin_vel_std_m_s=0.2,
+                       ang_vel_std_rad_s=math.sqrt(0.5), tracking_weight=2.0)
+        assert back == STEPPING

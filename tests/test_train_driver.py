@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 import torch
 
-from mjlab_microduck import records
+from mjlab_microduck import records, train
 from mjlab_microduck.results import expected_checkpoints
 from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
 from mjlab_microduck.tasks.velocity import TASK_ID
@@ -345,3 +345,41 @@ def test_console_script_bad_input(tmp_path):
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == ["microduck-train: --num-envs must be at least 1"]
+
+
+def _staged(run_dir, name):
+    return run_dir / "logs/rsl_rl" / train.EXPERIMENT_NAME / train.RESUME_SOURCE_DIR / name
+
+
+def _saved_as_if_on_a_gpu(path, data, monkeypatch):
+    """torch.save with every storage tagged cuda:0, as a checkpoint written on a GPU is."""
+    import torch.serialization as serialization
+
+    with monkeypatch.context() as patch:
+        patch.setattr(serialization, "location_tag", lambda storage: "cuda:0")
+        torch.save(data, path)
+
+
+def test_a_gpu_checkpoint_is_staged_for_a_cpu_resume_mapped_to_the_cpu(tmp_path, monkeypatch):
+    weights = {"actor_state_dict": {"w": torch.arange(6.0).reshape(2, 3)}, "iter": 750}
+    checkpoint = tmp_path / "model_750.pt"
+    _saved_as_if_on_a_gpu(checkpoint, weights, monkeypatch)
+    if not torch.cuda.is_available():  # what rsl_rl's own load runs into on a CPU
+        with pytest.raises(RuntimeError, match="CUDA"):
+            torch.load(checkpoint, weights_only=False)
+    run_dir = tmp_path / "run"
+    train._stage_resume(run_dir, checkpoint, device="cpu")
+    staged = _staged(run_dir, checkpoint.name)
+    loaded = torch.load(staged, weights_only=False)  # no map_location, as rsl_rl
+    assert loaded["iter"] == 750
+    assert torch.equal(loaded["actor_state_dict"]["w"], weights["actor_state_dict"]["w"])
+    assert checkpoint.read_bytes() != staged.read_bytes()  # the source file is left as it was
+
+
+def test_a_gpu_resume_links_the_checkpoint_unchanged(tmp_path):
+    checkpoint = tmp_path / "model_499.pt"
+    torch.save({"iter": 499}, checkpoint)
+    run_dir = tmp_path / "run"
+    train._stage_resume(run_dir, checkpoint, device="cuda:0")
+    staged = _staged(run_dir, checkpoint.name)
+    assert staged.read_bytes() == checkpoint.read_bytes()

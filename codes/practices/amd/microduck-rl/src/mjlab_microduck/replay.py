@@ -117,6 +117,39 @@ def compute_metrics(
     )
 
 
+def path_in_start_frame(trajectory: pd.DataFrame) -> pd.DataFrame:
+    """The trunk's planar path relative to where it started: ``forward_m`` along the first
+    heading (the commanded direction), ``left_m`` to its left."""
+    heading = float(trajectory["yaw0"].iloc[0])
+    dx = trajectory["x"] - trajectory["x"].iloc[0]
+    dy = trajectory["y"] - trajectory["y"].iloc[0]
+    return pd.DataFrame({
+        "forward_m": dx * math.cos(heading) + dy * math.sin(heading),
+        "left_m": -dx * math.sin(heading) + dy * math.cos(heading),
+    })  # fmt: skip
+
+
+def drift_metrics(trajectory: pd.DataFrame) -> dict[str, float]:
+    """Where a replay's forward progress went: turning, detours and sideways sway.
+
+    ``forward_displacement_m`` counts only progress along the first heading, so a robot that
+    walks but turns scores less than its path. These say by how much: the heading change over
+    the replay (unwrapped, radians), the planar path length, the straight-line distance from
+    start to end, and the standard deviation of the sideways body velocity (sway).
+    """
+    if trajectory.empty:
+        raise ReplayError("replay produced no frames")
+    steps = np.hypot(np.diff(trajectory["x"]), np.diff(trajectory["y"]))
+    heading = np.unwrap(trajectory["yaw"].to_numpy())
+    first, last = trajectory.iloc[0], trajectory.iloc[-1]
+    return {
+        "heading_change_rad": float(heading[-1] - heading[0]),
+        "path_length_m": float(steps.sum()),
+        "straight_line_m": float(math.hypot(last["x"] - first["x"], last["y"] - first["y"])),
+        "sideways_sway_mps": float(trajectory["vy_b"].std(ddof=0)),
+    }
+
+
 def load_checkpoint(path: Path) -> dict:
     """Read a full or slim rsl_rl checkpoint, or raise ReplayError with one line."""
     import torch

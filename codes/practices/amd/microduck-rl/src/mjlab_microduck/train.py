@@ -16,6 +16,7 @@ weights and observation normaliser, no optimiser state) into ``book/results/``.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import re
@@ -195,17 +196,34 @@ def find_mjlab_log_dir(run_dir: Path) -> Path:
     return candidates[0]
 
 
-def _stage_resume(run_dir: Path, checkpoint: Path) -> None:
+def _stage_resume(run_dir: Path, checkpoint: Path, device: str = "cpu") -> None:
     if not checkpoint.is_file():
         raise FileNotFoundError(f"{checkpoint}: resume checkpoint does not exist")
     checkpoint_iteration(checkpoint)
     source = run_dir / "logs" / "rsl_rl" / EXPERIMENT_NAME / RESUME_SOURCE_DIR
     source.mkdir(parents=True)
+    staged = source / checkpoint.name
+    if device == "cpu":
+        # rsl_rl loads without a map_location, so a checkpoint saved on a GPU cannot resume on
+        # a machine without one; a copy mapped to the CPU can, wherever it was made.
+        import torch
+
+        data = torch.load(checkpoint, map_location="cpu", weights_only=False)
+        records.atomic_write_bytes(staged, _torch_bytes(data))
+        return
     # A hard link costs nothing and keeps the earlier run's file untouched.
     try:
-        os.link(checkpoint, source / checkpoint.name)
+        os.link(checkpoint, staged)
     except OSError:
-        shutil.copy2(checkpoint, source / checkpoint.name)
+        shutil.copy2(checkpoint, staged)
+
+
+def _torch_bytes(data: object) -> bytes:
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(data, buffer)
+    return buffer.getvalue()
 
 
 def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
@@ -256,7 +274,7 @@ def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
     started = time.monotonic()
     try:
         if request.resume_from is not None:
-            _stage_resume(run_dir, Path(request.resume_from).resolve())
+            _stage_resume(run_dir, Path(request.resume_from).resolve(), request.device)
         env = dict(os.environ, WANDB_MODE="offline", GIT_PYTHON_REFRESH="quiet")
         if request.frozen_broadphase:
             env[FAULT_ENV] = "1"

@@ -50,6 +50,7 @@ from mjlab_microduck.tasks import mdp as duck_mdp
 from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
 from mjlab_microduck.tasks.tuning import (
     BOOK,
+    CANDIDATE_PRESETS,
     COMPARED_PRESETS,
     DEFAULT_TUNING,
     STEPPING,
@@ -65,7 +66,10 @@ STEPPING_TUNING_TASK_ID = f"{TASK_ID}-{STEPPING.task_suffix}"
 TUNING_OF_TASK: dict[str, VelocityTuning] = {
     TASK_ID: DEFAULT_TUNING,
     UNGUARDED_TASK_ID: DEFAULT_TUNING,
-    **{f"{TASK_ID}-{preset.task_suffix}": preset for preset in COMPARED_PRESETS},
+    **{
+        f"{TASK_ID}-{preset.task_suffix}": preset
+        for preset in (*COMPARED_PRESETS, *CANDIDATE_PRESETS)
+    },
 }
 
 BELOW_GROUND_MIN_HEIGHT_M = -0.05
@@ -289,7 +293,9 @@ def _configure_events(cfg: ManagerBasedRlEnvCfg) -> None:
 def _configure_rewards(cfg: ManagerBasedRlEnvCfg, tuning: VelocityTuning) -> None:
     rewards = cfg.rewards
     rewards["track_linear_velocity"].params["std"] = tuning.lin_vel_std_m_s
-    rewards["track_angular_velocity"].params["std"] = math.sqrt(0.5)
+    rewards["track_angular_velocity"].params["std"] = tuning.ang_vel_std_rad_s
+    rewards["track_linear_velocity"].weight = tuning.tracking_weight
+    rewards["track_angular_velocity"].weight = tuning.tracking_weight
     rewards["upright"].weight = 2.0
     rewards["upright"].params["std"] = math.sqrt(0.05)
     rewards["upright"].params["asset_cfg"].body_names = (ROOT_BODY,)
