@@ -329,9 +329,13 @@ def test_summarize_on_hand_computed_values():
         (["--num-envs", "0"], "--num-envs must be at least 1"),
         (["--iterations", "0"], "--iterations must be at least 1"),
         (["--resume-from", "/no/such/dir/model_3.pt"], "no such checkpoint"),
+        (["--resume-from", "{file}"], "not an rsl_rl checkpoint name (model_<iteration>.pt)"),
     ],
 )
 def test_cli_bad_input_is_one_line_and_exit_2(argv, fragment, capsys, tmp_path):
+    badly_named = tmp_path.parent / f"{tmp_path.name}_weights.pt"
+    badly_named.write_bytes(b"")
+    argv = [a.replace("{file}", str(badly_named)) for a in argv]
     assert main([*argv, "--logs-root", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("microduck-train: ") and fragment in err

@@ -446,6 +446,11 @@ def main(argv: list[str] | None = None) -> int:
         problems.append("--save-interval must be at least 1")
     if args.resume_from is not None and not args.resume_from.is_file():
         problems.append(f"--resume-from {args.resume_from}: no such checkpoint")
+    elif args.resume_from is not None:
+        try:
+            checkpoint_iteration(args.resume_from)
+        except ValueError as err:
+            problems.append(f"--resume-from {err}")
     gpu_ids = None
     if args.gpu_ids:
         try:
