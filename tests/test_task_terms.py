@@ -173,7 +173,7 @@ def test_candidate_presets_reach_the_tracking_terms_and_nothing_else():
         return (lin.weight, lin.params["std"], ang.weight, ang.params["std"])
 
     assert tracking(TASK_ID) == pytest.approx((2.0, 0.2, 2.0, math.sqrt(0.5)))
-    assert tracking(f"{TASK_ID}-SteppingSharpTuning") == pytest.approx((2.0, 0.1, 2.0, 0.35))
+    assert tracking(f"{TASK_ID}-SteppingStraightTuning") == pytest.approx((2.0, 0.2, 2.0, 0.35))
     assert tracking(f"{TASK_ID}-SteppingTrackingTuning") == pytest.approx(
         (4.0, 0.2, 4.0, math.sqrt(0.5))
     )
