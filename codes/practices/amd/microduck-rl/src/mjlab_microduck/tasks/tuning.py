@@ -114,8 +114,8 @@ COMPARED_PRESETS = (BOOK, UPSTREAM, STEPPING, GAIT_SLOW)
 
 # Registered for the next full-size run, not trained yet (chapter 6 says why these): the
 # stepping policy turns off a straight command, which the wide yaw-rate kernel barely charges,
-# and walks at under half its speed. A narrower *linear* kernel is no cure: its sideways sway
-# (about 0.2 m/s) alone would take nearly all of a 0.1 m/s kernel's reward.
+# and walks at under half its speed. A narrower *linear* kernel is a blunt tool: its sideways
+# sway (about 0.2 m/s) alone costs a 0.1 m/s kernel three quarters of its reward.
 STEPPING_STRAIGHT = replace(STEPPING, name="stepping_straight", ang_vel_std_rad_s=0.35)
 STEPPING_TRACKING = replace(STEPPING, name="stepping_tracking", tracking_weight=4.0)
 CANDIDATE_PRESETS = (STEPPING_STRAIGHT, STEPPING_TRACKING)
