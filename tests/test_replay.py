@@ -485,6 +485,21 @@ def test_a_changed_published_checkpoint_stops_discovery(tmp_path):
         acceptance.published_checkpoints(root)
 
 
+def test_preset_outcomes_reduce_every_recorded_preset_by_the_rules():
+    outcomes = acceptance.preset_outcomes(RESULTS)
+    assert set(outcomes.index) == {"book", "upstream", "stepping", "gait_slow"}
+    assert outcomes.loc["stepping", "task"] == acceptance.RECIPE_TASK
+    assert (outcomes["checkpoints replayed"] == 5).all()
+    assert outcomes["stable"].to_dict() == {"book": 5, "upstream": 4, "gait_slow": 5, "stepping": 5}
+    stepping = outcomes.loc["stepping"]
+    assert stepping["best checkpoint"] == "model_750.pt"
+    assert stepping["best mean forward velocity (m/s)"] == pytest.approx(0.0701, abs=1e-4)
+    assert stepping["largest 4 s displacement (m)"] > 0.2
+    standing = outcomes.drop(index="stepping")
+    assert (standing["largest 4 s displacement (m)"].abs() < 0.05).all()
+    assert (outcomes["walks"] == "no").all()
+
+
 def test_publish_video_copies_under_book_extra(tmp_path):
     src = tmp_path / "clip.mp4"
     src.write_bytes(b"\x00\x00\x00\x18ftypmp42")

@@ -606,7 +606,7 @@ def acceptance_sentence(
     return f"{subject} {outcome} The acceptance criterion is not met yet."
 
 
-# ----------------------------------------------------------------------------- publishing media
+# ----------------------------------------------------------------------------- presets
 
 
 def recorded_presets(results_root: str | Path) -> dict[str, str]:
@@ -650,6 +650,9 @@ def preset_outcomes(results_root: str | Path) -> pd.DataFrame:
             "walks": "yes" if verdict(rows[best]).walks else "no",
         })  # fmt: skip
     return pd.DataFrame(out).set_index("preset")
+
+
+# ----------------------------------------------------------------------------- publishing media
 
 
 def media_dir(repo: str | Path) -> Path:

@@ -49,7 +49,6 @@ from mjlab_microduck.robot.constants import (
 from mjlab_microduck.tasks import mdp as duck_mdp
 from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
 from mjlab_microduck.tasks.tuning import (
-    BOOK,
     CANDIDATE_PRESETS,
     COMPARED_PRESETS,
     DEFAULT_TUNING,
@@ -61,7 +60,6 @@ from mjlab_microduck.tasks.tuning import (
 TASK_ID = "Mjlab-Velocity-Flat-MicroDuck"
 UNGUARDED_TASK_ID = f"{TASK_ID}-Unguarded"
 UPSTREAM_TUNING_TASK_ID = f"{TASK_ID}-{UPSTREAM.task_suffix}"
-BOOK_TUNING_TASK_ID = f"{TASK_ID}-{BOOK.task_suffix}"
 STEPPING_TUNING_TASK_ID = f"{TASK_ID}-{STEPPING.task_suffix}"
 TUNING_OF_TASK: dict[str, VelocityTuning] = {
     TASK_ID: DEFAULT_TUNING,
