@@ -208,8 +208,7 @@ def _stage_resume(run_dir: Path, checkpoint: Path, device: str = "cpu") -> None:
         # a machine without one; a copy mapped to the CPU can, wherever it was made.
         import torch
 
-        data = torch.load(checkpoint, map_location="cpu", weights_only=False)
-        records.atomic_write_bytes(staged, _torch_bytes(data))
+        save_torch_atomic(torch.load(checkpoint, map_location="cpu", weights_only=False), staged)
         return
     # A hard link costs nothing and keeps the earlier run's file untouched.
     try:
@@ -218,12 +217,13 @@ def _stage_resume(run_dir: Path, checkpoint: Path, device: str = "cpu") -> None:
         shutil.copy2(checkpoint, staged)
 
 
-def _torch_bytes(data: object) -> bytes:
+def save_torch_atomic(data: object, dst: str | Path) -> Path:
+    """``torch.save`` into ``dst`` through a temp file and a rename: all or nothing."""
     import torch
 
     buffer = io.BytesIO()
     torch.save(data, buffer)
-    return buffer.getvalue()
+    return records.atomic_write_bytes(dst, buffer.getvalue())
 
 
 def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
@@ -348,8 +348,6 @@ def _export(log_dir: Path, run_dir: Path) -> pd.DataFrame:
 def slim_checkpoint(src: str | Path, dst: str | Path) -> Path:
     """Keep what a replay needs: policy weights with their observation normaliser, the iteration
     and the env state (curriculum counter). Critic and optimiser state stay in the logs."""
-    import io
-
     import torch
 
     full = torch.load(src, map_location="cpu", weights_only=False)
@@ -361,9 +359,7 @@ def slim_checkpoint(src: str | Path, dst: str | Path) -> Path:
         "infos": {"env_state": (full.get("infos") or {}).get("env_state", {})},
         "slim": True,
     }
-    buffer = io.BytesIO()
-    torch.save(slim, buffer)
-    return records.atomic_write_bytes(dst, buffer.getvalue())
+    return save_torch_atomic(slim, dst)
 
 
 def publish(run_dir: str | Path, dest: str | Path, checkpoint_iterations=()) -> records.RunRecord:

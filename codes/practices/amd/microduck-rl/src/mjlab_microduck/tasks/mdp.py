@@ -111,9 +111,18 @@ def single_stance(
     servos barely lift a foot, that signal is rarely found by random actions. This one pays for
     the first moment of a step.
     """
-    in_contact = env.scene[sensor_name].data.current_contact_time > 0
     command = env.command_manager.get_command(command_name)
-    return single_stance_indicator(in_contact, command, command_threshold)
+    return single_stance_indicator(feet_in_contact(env, sensor_name), command, command_threshold)
+
+
+def feet_in_contact(env: ManagerBasedRlEnv, sensor_name: str) -> torch.Tensor:
+    """``[envs, feet]``: which feet the contact sensor sees on the ground now."""
+    return env.scene[sensor_name].data.current_contact_time > 0
+
+
+def episode_time_s(env: ManagerBasedRlEnv) -> torch.Tensor:
+    """Seconds since each env's episode began (what the gait clock runs on)."""
+    return env.episode_length_buf.float() * env.step_dt
 
 
 def gait_phase_at(time_s: torch.Tensor, period_s: float) -> torch.Tensor:
@@ -127,8 +136,7 @@ def gait_clock(env: ManagerBasedRlEnv, period_s: float) -> torch.Tensor:
     The clock runs from each episode's start; it tells the policy *when* each foot should be
     down, not *where* it should go, so it adds no reference motion.
     """
-    time_s = env.episode_length_buf.float() * env.step_dt
-    angle = 2.0 * torch.pi * gait_phase_at(time_s, period_s)
+    angle = 2.0 * torch.pi * gait_phase_at(episode_time_s(env), period_s)
     return torch.stack((torch.sin(angle), torch.cos(angle)), dim=-1)
 
 
@@ -165,8 +173,6 @@ def follow_gait_contacts(
     velocity tracking alone never gave this robot (chapter 4's standing runs). With a zero command
     it pays for both feet down.
     """
-    in_contact = env.scene[sensor_name].data.current_contact_time > 0
-    time_s = env.episode_length_buf.float() * env.step_dt
-    schedule = stance_schedule(gait_phase_at(time_s, period_s))
+    schedule = stance_schedule(gait_phase_at(episode_time_s(env), period_s))
     moving = is_moving_command(env.command_manager.get_command(command_name), command_threshold)
-    return gait_contact_match(in_contact, schedule, moving)
+    return gait_contact_match(feet_in_contact(env, sensor_name), schedule, moving)

@@ -61,7 +61,7 @@ class VelocityTuning:
 
     @property
     def task_suffix(self) -> str:
-        """``gait_strong`` -> ``GaitStrongTuning``: suffix of the task that trains this preset."""
+        """``gait_slow`` -> ``GaitSlowTuning``: suffix of the task that trains this preset."""
         return "".join(part.capitalize() for part in self.name.split("_")) + "Tuning"
 
     def standing_tracking_reward(self, command_m_s: float) -> float:
