@@ -1,0 +1,134 @@
+"""How well training scales over the GPUs of one host, read from training run records.
+
+Problem it solves: a scaling claim needs one number per run that means the same on one GPU and
+on several. rsl_rl's ``Perf/total_fps`` does not quite: on several GPUs rank 0 multiplies its
+own transitions by the number of ranks and divides by its own collection and learning time, so
+a rank that is slower than rank 0 does not show. The wall clock does: between two iterations
+every rank has collected ``steps_per_env × num_envs`` transitions (the all-reduce of the
+gradients keeps them in step), and rank 0's TensorBoard time stamps (the ``wall_time`` column
+of ``scalars.csv``) say how long that took.
+
+``throughput`` turns one record into env steps per second in total and per GPU, over the
+iterations after a warm-up (the first iterations carry Warp's kernel loading and CUDA graph
+capture); ``scaling_table`` compares runs at the same environments per GPU against the run
+with the fewest GPUs. Only records are read, so the same figures come out on any machine; the
+rule the book applies is :data:`PER_GPU_EFFICIENCY_RULE`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from mjlab_microduck import records
+
+WARMUP_ITERATIONS = 10
+"""Iterations left out at the start of a run before the clock is read."""
+
+PER_GPU_EFFICIENCY_RULE = 0.8
+"""Several GPUs must keep at least this share of one GPU's throughput, per GPU."""
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """A training run's speed, from its record and scalars."""
+
+    run_id: str
+    gpus: int
+    envs_per_gpu: int
+    steps_per_env: int
+    iterations_timed: int
+    seconds: float
+
+    @property
+    def seconds_per_iteration(self) -> float:
+        return self.seconds / self.iterations_timed
+
+    @property
+    def env_steps_per_s(self) -> float:
+        """Transitions collected per second over all GPUs."""
+        steps = self.iterations_timed * self.steps_per_env * self.envs_per_gpu * self.gpus
+        return steps / self.seconds
+
+    @property
+    def env_steps_per_s_per_gpu(self) -> float:
+        return self.env_steps_per_s / self.gpus
+
+
+def gpu_count(record: records.RunRecord) -> int:
+    """Training processes of the run: one per GPU in ``config.gpu_ids``; a CPU run counts one."""
+    if record.kind != "train":
+        raise ValueError(f"{record.run_id}: a {record.kind} record, not a training run")
+    gpu_ids = record.config.get("gpu_ids")
+    return len(gpu_ids) if gpu_ids else 1
+
+
+def throughput(
+    record: records.RunRecord, scalars: pd.DataFrame, warmup: int = WARMUP_ITERATIONS
+) -> Throughput:
+    """Env steps per second of one training run, timed from iteration ``warmup`` to its last.
+
+    ``scalars`` is the run's ``scalars.csv``, with ``iteration`` as a column or as the index.
+    """
+    if scalars.index.name == "iteration":
+        scalars = scalars.reset_index()
+    for column in ("iteration", "wall_time"):
+        if column not in scalars.columns:
+            raise ValueError(f"{record.run_id}: scalars have no {column!r} column")
+    timed = scalars.sort_values("iteration")
+    timed = timed[timed["iteration"] >= timed["iteration"].min() + warmup]
+    if len(timed) < 2:
+        raise ValueError(
+            f"{record.run_id}: {len(scalars)} iterations, too few to time after a warm-up of "
+            f"{warmup}"
+        )
+    seconds = float(timed["wall_time"].iloc[-1] - timed["wall_time"].iloc[0])
+    if seconds <= 0:
+        raise ValueError(f"{record.run_id}: wall_time does not increase over the run")
+    return Throughput(
+        run_id=record.run_id,
+        gpus=gpu_count(record),
+        envs_per_gpu=int(record.config["num_envs"]),
+        steps_per_env=int(record.config["steps_per_env"]),
+        iterations_timed=int(timed["iteration"].iloc[-1] - timed["iteration"].iloc[0]),
+        seconds=seconds,
+    )
+
+
+def per_gpu_efficiency(baseline: Throughput, other: Throughput) -> float:
+    """``other``'s throughput per GPU as a share of ``baseline``'s, at equal envs per GPU."""
+    if baseline.envs_per_gpu != other.envs_per_gpu:
+        raise ValueError(
+            f"{other.run_id} has {other.envs_per_gpu} envs per GPU, {baseline.run_id} "
+            f"{baseline.envs_per_gpu}: per-GPU throughput compares equal loads only"
+        )
+    return other.env_steps_per_s_per_gpu / baseline.env_steps_per_s_per_gpu
+
+
+def scaling_table(
+    runs: Sequence[tuple[records.RunRecord, pd.DataFrame]], warmup: int = WARMUP_ITERATIONS
+) -> pd.DataFrame:
+    """One row per run, fewest GPUs first; efficiency against the first row's run."""
+    speeds = sorted((throughput(rec, df, warmup) for rec, df in runs), key=lambda t: t.gpus)
+    if not speeds:
+        raise ValueError("scaling_table needs at least one run")
+    baseline = speeds[0]
+    rows = []
+    for speed in speeds:
+        rows.append(
+            {
+                "run": speed.run_id,
+                "GPUs": speed.gpus,
+                "envs per GPU": speed.envs_per_gpu,
+                "envs in total": speed.envs_per_gpu * speed.gpus,
+                "iterations timed": speed.iterations_timed,
+                "s per iteration": round(speed.seconds_per_iteration, 3),
+                "env steps/s": round(speed.env_steps_per_s),
+                "env steps/s per GPU": round(speed.env_steps_per_s_per_gpu),
+                "speed-up": round(speed.env_steps_per_s / baseline.env_steps_per_s, 3),
+                "per-GPU efficiency": round(per_gpu_efficiency(baseline, speed), 3),
+            }
+        )
+    return pd.DataFrame(rows)
