@@ -47,6 +47,7 @@ def test_scaling_table_compares_against_the_fewest_gpus():
     assert list(table["per-GPU efficiency"]) == [1.0, 0.8]
     assert list(table["speed-up"]) == [1.0, 1.6]
     assert list(table["s per iteration"]) == [1.0, 1.25]
+    assert table["rsl_rl total_fps (rank 0)"].isna().all()  # these hand-made runs logged none
 
 
 def test_a_cpu_run_counts_one_process():
@@ -59,8 +60,10 @@ def test_a_cpu_run_counts_one_process():
     [
         (_run("short", [0], 1.0, iterations=11), "too few to time"),
         (_run("replay", [0], 1.0, kind="replay"), "not a training run"),
-        ((_run("flat", [0], 1.0)[0], pd.DataFrame({"iteration": range(30), "wall_time": 5.0})),
-         "does not increase"),
+        (
+            (_run("flat", [0], 1.0)[0], pd.DataFrame({"iteration": range(30), "wall_time": 5.0})),
+            "does not increase",
+        ),
         ((_run("nowall", [0], 1.0)[0], pd.DataFrame({"iteration": range(30)})), "'wall_time'"),
     ],
 )
@@ -81,6 +84,9 @@ def test_the_published_pair_meets_the_rule_and_matches_its_csv():
     assert list(table["envs per GPU"]) == [4096, 4096]
     two = table.iloc[1]
     assert two["per-GPU efficiency"] >= scaling.PER_GPU_EFFICIENCY_RULE
+    # rsl_rl's rank-0 figure counts both ranks' transitions: about twice the one-GPU figure.
+    fps_one, fps_two = table["rsl_rl total_fps (rank 0)"]
+    assert 1.6 < fps_two / fps_one < 2.2
     # The same ratio straight from the CSVs: seconds per iteration after the warm-up.
     per_iteration = []
     for _, frame in runs:
@@ -91,3 +97,29 @@ def test_the_published_pair_meets_the_rule_and_matches_its_csv():
     # Each rank of the two-GPU run was recorded with its device and mjlab's seed + rank.
     ranks = runs[1][0].config["ranks"]
     assert [(r["device"], r["seed"]) for r in ranks] == [("cuda:0", 42), ("cuda:1", 43)]
+
+
+def test_env_steps_collected_count_every_rank():
+    record, frame = _run("two", [0, 1], 1.0)
+    steps = scaling.env_steps_collected(record, frame)
+    assert list(steps[:3]) == [2 * 24 * 4096, 4 * 24 * 4096, 6 * 24 * 4096]
+    resumed = frame.assign(iteration=frame["iteration"] + 500)  # a resumed run counts from 1
+    assert scaling.env_steps_collected(record, resumed).iloc[0] == 2 * 24 * 4096
+
+
+def test_plot_learning_puts_each_run_on_both_axes():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    one, two = _run("one", [0], 1.0), _run("two", [0, 1], 1.0)
+    for _, frame in (one, two):
+        frame["Train/mean_reward"] = frame["iteration"] * 2.0
+    fig = scaling.plot_learning([one, two], columns=["Train/mean_reward"])
+    by_iteration, by_steps = fig.axes
+    assert [line.get_label() for line in by_iteration.lines] == ["1 GPU × 4096 envs",
+                                                                "2 GPUs × 4096 envs"]  # fmt: skip
+    # Same iteration axis; the two-GPU run has collected twice as much at each point.
+    assert list(by_iteration.lines[1].get_xdata()) == list(range(30))
+    x_one, x_two = (line.get_xdata() for line in by_steps.lines)
+    assert np.allclose(x_two, 2 * x_one)
+    assert x_one[0] == pytest.approx(24 * 4096 / 1e6)

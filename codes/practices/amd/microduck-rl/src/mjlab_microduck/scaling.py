@@ -19,13 +19,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from mjlab_microduck import records
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 WARMUP_ITERATIONS = 10
 """Iterations left out at the start of a run before the clock is read."""
+
+FPS_COLUMN = "Perf/total_fps"
 
 PER_GPU_EFFICIENCY_RULE = 0.8
 """Several GPUs must keep at least this share of one GPU's throughput, per GPU."""
@@ -110,13 +116,22 @@ def per_gpu_efficiency(baseline: Throughput, other: Throughput) -> float:
 def scaling_table(
     runs: Sequence[tuple[records.RunRecord, pd.DataFrame]], warmup: int = WARMUP_ITERATIONS
 ) -> pd.DataFrame:
-    """One row per run, fewest GPUs first; efficiency against the first row's run."""
-    speeds = sorted((throughput(rec, df, warmup) for rec, df in runs), key=lambda t: t.gpus)
-    if not speeds:
+    """One row per run, fewest GPUs first; efficiency against the first row's run.
+
+    The last column is rsl_rl's own ``Perf/total_fps`` (rank 0's log, median after the
+    warm-up) beside the wall-clock figure, so the two can be compared.
+    """
+    if not runs:
         raise ValueError("scaling_table needs at least one run")
-    baseline = speeds[0]
+    measured = sorted(
+        ((throughput(rec, df, warmup), df) for rec, df in runs), key=lambda pair: pair[0].gpus
+    )
+    baseline = measured[0][0]
     rows = []
-    for speed in speeds:
+    for speed, scalars in measured:
+        frame = scalars.reset_index() if scalars.index.name == "iteration" else scalars
+        logged = frame[frame["iteration"] >= frame["iteration"].min() + warmup]
+        fps = logged[FPS_COLUMN].median() if FPS_COLUMN in logged else None
         rows.append(
             {
                 "run": speed.run_id,
@@ -129,6 +144,46 @@ def scaling_table(
                 "env steps/s per GPU": round(speed.env_steps_per_s_per_gpu),
                 "speed-up": round(speed.env_steps_per_s / baseline.env_steps_per_s, 3),
                 "per-GPU efficiency": round(per_gpu_efficiency(baseline, speed), 3),
+                "rsl_rl total_fps (rank 0)": None if fps is None else round(float(fps)),
             }
         )
     return pd.DataFrame(rows)
+
+
+LEARNING_COLUMNS = ("Train/mean_reward", "Train/mean_episode_length")
+
+
+def env_steps_collected(record: records.RunRecord, scalars: pd.DataFrame) -> pd.Series:
+    """Transitions all ranks have collected by the end of each iteration, indexed by iteration."""
+    if scalars.index.name != "iteration":
+        scalars = scalars.set_index("iteration")
+    per_iteration = int(record.config["steps_per_env"]) * int(record.config["num_envs"])
+    done = scalars.index - scalars.index.min() + 1
+    return pd.Series(done * per_iteration * gpu_count(record), index=scalars.index)
+
+
+def plot_learning(
+    runs: Sequence[tuple[records.RunRecord, pd.DataFrame]],
+    columns: Sequence[str] = LEARNING_COLUMNS,
+) -> Figure:
+    """Learning curves of runs side by side: against PPO iterations (left) and against the
+    transitions collected (right), where a run on more GPUs has seen more per iteration."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(columns), 2, figsize=(10, 2.6 * len(columns)), squeeze=False)
+    for record, scalars in runs:
+        frame = scalars if scalars.index.name == "iteration" else scalars.set_index("iteration")
+        gpus = gpu_count(record)
+        label = f"{gpus} GPU{'s' if gpus > 1 else ''} × {record.config['num_envs']} envs"
+        steps = env_steps_collected(record, frame) / 1e6
+        for row, column in enumerate(columns):
+            axes[row, 0].plot(frame.index, frame[column], label=label, linewidth=1.3)
+            axes[row, 1].plot(steps, frame[column], label=label, linewidth=1.3)
+            axes[row, 0].set_ylabel(column, fontsize=9)
+    for axis in axes.flat:
+        axis.grid(True, alpha=0.3)
+    axes[0, 0].legend(fontsize=8, loc="best")
+    axes[-1, 0].set_xlabel("PPO iteration")
+    axes[-1, 1].set_xlabel("env steps collected (millions, all GPUs)")
+    fig.tight_layout()
+    return fig
