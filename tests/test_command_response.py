@@ -1,0 +1,74 @@
+"""Command sweeps (mjlab_microduck.command_response): the slope rule on hand-made sweeps, and a
+real CPU sweep of the published stepping checkpoint."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from mjlab_microduck import acceptance, command_response, replay, results
+
+MODEL_750 = results.results_root() / results.RECIPE_RUN_1500 / "model_750.pt"
+
+
+def _swept(velocities, commands=(0.0, 0.2, 0.4), done=None):
+    return pd.DataFrame({
+        "command_mps": commands,
+        "mean_forward_velocity_mps": velocities,
+        "done_count": done or [0] * len(commands),
+    })  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("velocities", "slope", "follows"),
+    [
+        ((0.0, 0.2, 0.4), 1.0, True),  # tracks exactly
+        ((0.0, 0.1, 0.2), 0.5, True),  # half the command: on the rule's line
+        ((0.0, 0.09, 0.18), 0.45, False),
+        ((0.065, 0.065, 0.065), 0.0, False),  # one gait whatever it is told
+        ((0.1, 0.05, 0.0), -0.25, False),
+    ],
+)
+def test_slope_rule_on_hand_made_sweeps(velocities, slope, follows):
+    swept = _swept(velocities)
+    assert command_response.response_slope(swept) == pytest.approx(slope)
+    assert command_response.follows_command(swept) is follows
+
+
+def test_a_termination_fails_the_rule_whatever_the_slope():
+    assert not command_response.follows_command(_swept((0.0, 0.2, 0.4), done=[0, 1, 0]))
+
+
+def test_one_command_has_no_slope_and_no_commands_no_sweep():
+    with pytest.raises(ValueError, match="two different commands"):
+        command_response.response_slope(_swept((0.1, 0.1), commands=(0.15, 0.15)))
+    with pytest.raises(replay.ReplayError, match="at least one command"):
+        command_response.sweep(replay.ReplayRequest(checkpoint=MODEL_750), commands=())
+
+
+def test_plot_response_draws_the_measured_points_and_both_guides():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fig = command_response.plot_response(_swept((0.0, 0.1, 0.2)))
+    ideal, half, measured = fig.axes[0].lines
+    assert list(ideal.get_ydata()) == [0.0, 0.4]
+    assert list(half.get_ydata()) == [0.0, 0.2]
+    assert list(measured.get_xdata()) == [0.0, 0.2, 0.4]
+    assert list(measured.get_ydata()) == [0.0, 0.1, 0.2]
+
+
+def test_the_published_stepping_policy_walks_one_pace_whatever_the_command():
+    """Chapter 6's finding, on this CPU: told to stand or to go 0.4 m/s, the stepping policy
+    goes forward at about the same speed; the commands do reach it (it turns differently)."""
+    request = replay.ReplayRequest(checkpoint=MODEL_750, task=acceptance.RECIPE_TASK)
+    swept = command_response.sweep(request, commands=(0.0, 0.4), progress=False)
+    assert list(swept["command_mps"]) == [0.0, 0.4]
+    assert (swept["done_count"] == 0).all()
+    standing, fast = swept["mean_forward_velocity_mps"]
+    assert standing > 0.03  # walks off although told to stand
+    assert abs(fast - standing) < 0.02
+    assert abs(command_response.response_slope(swept)) < 0.1
+    assert not command_response.follows_command(swept)
+    turn_standing, turn_fast = swept["heading_change_rad"]
+    assert abs(turn_standing - turn_fast) > 0.2
