@@ -71,6 +71,16 @@ def gpu_count(record: records.RunRecord) -> int:
     return len(gpu_ids) if gpu_ids else 1
 
 
+def _by_iteration(record: records.RunRecord, scalars: pd.DataFrame) -> pd.DataFrame:
+    """``scalars.csv`` indexed by iteration, whether it came with ``iteration`` as a column
+    (read straight from the file) or as the index (``results.load_published``)."""
+    if scalars.index.name != "iteration":
+        if "iteration" not in scalars.columns:
+            raise ValueError(f"{record.run_id}: scalars have no 'iteration' column")
+        scalars = scalars.set_index("iteration")
+    return scalars.sort_index()
+
+
 def throughput(
     record: records.RunRecord, scalars: pd.DataFrame, warmup: int = WARMUP_ITERATIONS
 ) -> Throughput:
@@ -78,17 +88,13 @@ def throughput(
 
     ``scalars`` is the run's ``scalars.csv``, with ``iteration`` as a column or as the index.
     """
-    if scalars.index.name == "iteration":
-        scalars = scalars.reset_index()
-    for column in ("iteration", "wall_time"):
-        if column not in scalars.columns:
-            raise ValueError(f"{record.run_id}: scalars have no {column!r} column")
-    timed = scalars.sort_values("iteration")
-    timed = timed[timed["iteration"] >= timed["iteration"].min() + warmup]
+    frame = _by_iteration(record, scalars)
+    if "wall_time" not in frame.columns:
+        raise ValueError(f"{record.run_id}: scalars have no 'wall_time' column")
+    timed = frame[frame.index >= frame.index.min() + warmup]
     if len(timed) < 2:
         raise ValueError(
-            f"{record.run_id}: {len(scalars)} iterations, too few to time after a warm-up of "
-            f"{warmup}"
+            f"{record.run_id}: {len(frame)} iterations, too few to time after a warm-up of {warmup}"
         )
     seconds = float(timed["wall_time"].iloc[-1] - timed["wall_time"].iloc[0])
     if seconds <= 0:
@@ -98,7 +104,7 @@ def throughput(
         gpus=gpu_count(record),
         envs_per_gpu=int(record.config["num_envs"]),
         steps_per_env=int(record.config["steps_per_env"]),
-        iterations_timed=int(timed["iteration"].iloc[-1] - timed["iteration"].iloc[0]),
+        iterations_timed=int(timed.index[-1] - timed.index[0]),
         seconds=seconds,
     )
 
@@ -124,13 +130,13 @@ def scaling_table(
     if not runs:
         raise ValueError("scaling_table needs at least one run")
     measured = sorted(
-        ((throughput(rec, df, warmup), df) for rec, df in runs), key=lambda pair: pair[0].gpus
+        ((throughput(rec, df, warmup), _by_iteration(rec, df)) for rec, df in runs),
+        key=lambda pair: pair[0].gpus,
     )
     baseline = measured[0][0]
     rows = []
-    for speed, scalars in measured:
-        frame = scalars.reset_index() if scalars.index.name == "iteration" else scalars
-        logged = frame[frame["iteration"] >= frame["iteration"].min() + warmup]
+    for speed, frame in measured:
+        logged = frame[frame.index >= frame.index.min() + warmup]
         fps = logged[FPS_COLUMN].median() if FPS_COLUMN in logged else None
         rows.append(
             {
@@ -155,11 +161,10 @@ LEARNING_COLUMNS = ("Train/mean_reward", "Train/mean_episode_length")
 
 def env_steps_collected(record: records.RunRecord, scalars: pd.DataFrame) -> pd.Series:
     """Transitions all ranks have collected by the end of each iteration, indexed by iteration."""
-    if scalars.index.name != "iteration":
-        scalars = scalars.set_index("iteration")
+    iterations = _by_iteration(record, scalars).index
     per_iteration = int(record.config["steps_per_env"]) * int(record.config["num_envs"])
-    done = scalars.index - scalars.index.min() + 1
-    return pd.Series(done * per_iteration * gpu_count(record), index=scalars.index)
+    done = iterations - iterations.min() + 1
+    return pd.Series(done * per_iteration * gpu_count(record), index=iterations)
 
 
 def plot_learning(
@@ -172,7 +177,7 @@ def plot_learning(
 
     fig, axes = plt.subplots(len(columns), 2, figsize=(10, 2.6 * len(columns)), squeeze=False)
     for record, scalars in runs:
-        frame = scalars if scalars.index.name == "iteration" else scalars.set_index("iteration")
+        frame = _by_iteration(record, scalars)
         gpus = gpu_count(record)
         label = f"{gpus} GPU{'s' if gpus > 1 else ''} × {record.config['num_envs']} envs"
         steps = env_steps_collected(record, frame) / 1e6
