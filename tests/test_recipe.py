@@ -178,6 +178,14 @@ def test_main_hands_its_last_checkpoint_to_the_resume(fake, tmp_path, monkeypatc
     ]
 
 
+def test_seed_and_task_reach_both_training_stages(fake, tmp_path, monkeypatch):
+    monkeypatch.setenv(profiles.PROFILE_ENV_VAR, "ci")
+    task = f"{TASK_ID}-ForwardTrackingTuning"
+    assert recipe.main(["--stages", "main,resume", "--logs-root", str(tmp_path / "logs"),
+                        "--task", task, "--seed", "7"]) == 0  # fmt: skip
+    assert [(r.task, r.seed) for r in fake.requests] == [(task, 7), (task, 7)]
+
+
 def test_recipe_never_publishes_over_an_existing_result(fake, tmp_path, monkeypatch):
     monkeypatch.setenv(profiles.PROFILE_ENV_VAR, "ci")
     results_dir = tmp_path / "results"

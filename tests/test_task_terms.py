@@ -163,21 +163,30 @@ def test_the_default_preset_is_stepping_and_the_gait_preset_only_adds_the_clock(
     ]
 
 
-def test_candidate_presets_reach_the_tracking_terms_and_nothing_else():
+def test_candidate_presets_reach_their_terms_and_nothing_else():
     from mjlab_microduck.tasks import tuning
     from mjlab_microduck.tasks.velocity import TASK_ID, env_cfg_of_task
 
-    def tracking(task):
-        rewards = env_cfg_of_task(task).rewards
-        lin, ang = rewards["track_linear_velocity"], rewards["track_angular_velocity"]
-        return (lin.weight, lin.params["std"], ang.weight, ang.params["std"])
+    def figures(task):
+        cfg = env_cfg_of_task(task)
+        lin, ang = cfg.rewards["track_linear_velocity"], cfg.rewards["track_angular_velocity"]
+        ranges = cfg.commands["twist"].ranges
+        return (lin.weight, lin.params["std"], ang.weight, ang.params["std"],
+                cfg.rewards["air_time"].weight, *ranges.lin_vel_x, *ranges.lin_vel_y,
+                *ranges.ang_vel_z)
 
-    assert tracking(TASK_ID) == pytest.approx((2.0, 0.2, 2.0, math.sqrt(0.5)))
-    assert tracking(f"{TASK_ID}-SteppingStraightTuning") == pytest.approx((2.0, 0.2, 2.0, 0.35))
-    assert tracking(f"{TASK_ID}-SteppingTrackingTuning") == pytest.approx(
-        (4.0, 0.2, 4.0, math.sqrt(0.5))
-    )
+    omni = (-0.4, 0.4, -0.3, 0.3, -1.0, 1.0)
+    forward = (0.0, 0.4, -0.1, 0.1, -0.5, 0.5)
+    assert figures(TASK_ID) == pytest.approx((2.0, 0.2, 2.0, math.sqrt(0.5), 3.0, *omni))
+    assert figures(f"{TASK_ID}-SteppingTrackingTuning") == pytest.approx(
+        (4.0, 0.2, 4.0, math.sqrt(0.5), 3.0, *omni))
+    assert figures(f"{TASK_ID}-ForwardTuning") == pytest.approx(
+        (2.0, 0.2, 2.0, math.sqrt(0.5), 3.0, *forward))
+    assert figures(f"{TASK_ID}-ForwardTrackingTuning") == pytest.approx(
+        (4.0, 0.2, 4.0, math.sqrt(0.5), 3.0, *forward))
+    assert figures(f"{TASK_ID}-ForwardTrackingLowAirTuning") == pytest.approx(
+        (4.0, 0.2, 4.0, math.sqrt(0.5), 1.5, *forward))
     for preset in tuning.CANDIDATE_PRESETS:
-        back = replace(preset, name="stepping", lin_vel_std_m_s=0.2,
-                       ang_vel_std_rad_s=math.sqrt(0.5), tracking_weight=2.0)
+        back = replace(preset, name="stepping", tracking_weight=2.0, air_time_weight=3.0,
+                       commands=tuning.OMNI_COMMANDS)
         assert back == STEPPING

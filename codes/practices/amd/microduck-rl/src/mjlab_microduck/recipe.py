@@ -48,7 +48,7 @@ def smoke_stages(profile: profiles.Profile) -> list[Stage]:
     ]
 
 
-def main_stage(profile: profiles.Profile, task: str = TASK_ID) -> Stage:
+def main_stage(profile: profiles.Profile, task: str = TASK_ID, seed: int = 42) -> Stage:
     its = profile.main_iterations
     return Stage(
         f"train_{its}",
@@ -58,11 +58,14 @@ def main_stage(profile: profiles.Profile, task: str = TASK_ID) -> Stage:
             num_envs=profile.main_envs,
             iterations=its,
             save_interval=profile.main_save_interval,
+            seed=seed,
         ),  # fmt: skip
     )
 
 
-def resume_stage(profile: profiles.Profile, checkpoint: Path, task: str = TASK_ID) -> Stage:
+def resume_stage(
+    profile: profiles.Profile, checkpoint: Path, task: str = TASK_ID, seed: int = 42
+) -> Stage:
     start = checkpoint_iteration(checkpoint)
     more = profile.resume_iterations
     return Stage(
@@ -74,6 +77,7 @@ def resume_stage(profile: profiles.Profile, checkpoint: Path, task: str = TASK_I
             iterations=more,
             save_interval=profile.resume_save_interval,
             resume_from=checkpoint,
+            seed=seed,
         ),  # fmt: skip
         keep_checkpoints=tuple(profile.replay_checkpoints),
     )
@@ -201,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
         "--task", default=TASK_ID, choices=sorted(TUNING_OF_TASK),
         help="task of the main and resume stages (a tuning preset to compare)",
     )  # fmt: skip
+    parser.add_argument(
+        "--seed", type=int, default=42, help="env and agent seed of the main and resume stages"
+    )
     args = parser.parse_args(argv)
     wanted = [s.strip() for s in args.stages.split(",") if s.strip()]
     unknown = set(wanted) - set(ALL_STAGES)
@@ -218,14 +225,16 @@ def main(argv: list[str] | None = None) -> int:
         for stage in smoke_stages(profile):
             run_stage(stage, args.logs_root, results, profile)
     if "main" in wanted:
-        main_run = run_stage(main_stage(profile, args.task), args.logs_root, results, profile)
+        main_run = run_stage(
+            main_stage(profile, args.task, args.seed), args.logs_root, results, profile
+        )
         record = records.load_record(main_run)
         from mjlab_microduck.train import find_mjlab_log_dir
 
         checkpoint = find_mjlab_log_dir(main_run) / str(record.summary["last_checkpoint"])
     if "resume" in wanted:
         assert checkpoint is not None
-        stage = resume_stage(profile, Path(checkpoint), args.task)
+        stage = resume_stage(profile, Path(checkpoint), args.task, args.seed)
         run_stage(stage, args.logs_root, results, profile)
     if "experiment" in wanted:
         for stage in experiment_stages(profile):

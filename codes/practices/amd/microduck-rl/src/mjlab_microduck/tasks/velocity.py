@@ -74,11 +74,6 @@ BELOW_GROUND_MIN_HEIGHT_M = -0.05
 COLLAPSED_MIN_HEIGHT_ABOVE_FEET_M = 0.05
 FELL_OVER_LIMIT_DEG = 70.0
 
-# Command ranges the robot can physically follow (its legs are 8 cm long).
-LIN_VEL_X = (-0.4, 0.4)
-LIN_VEL_Y = (-0.3, 0.3)
-ANG_VEL_Z = (-1.0, 1.0)
-
 
 def _iteration(it: int) -> int:
     """Curricula count env steps per env; the book speaks in PPO iterations."""
@@ -159,7 +154,7 @@ def microduck_flat_env_cfg(
 
     _configure_observations(cfg, tuning)
     _configure_actions(cfg)
-    _configure_commands(cfg)
+    _configure_commands(cfg, tuning)
     _configure_events(cfg)
     _configure_rewards(cfg, tuning)
     _configure_terminations(cfg, below_ground_guard)
@@ -243,7 +238,7 @@ def _configure_actions(cfg: ManagerBasedRlEnvCfg) -> None:
     action.use_default_offset = True
 
 
-def _configure_commands(cfg: ManagerBasedRlEnvCfg) -> None:
+def _configure_commands(cfg: ManagerBasedRlEnvCfg, tuning: VelocityTuning) -> None:
     twist = cfg.commands["twist"]
     assert isinstance(twist, UniformVelocityCommandCfg)
     twist.heading_command = False
@@ -251,7 +246,10 @@ def _configure_commands(cfg: ManagerBasedRlEnvCfg) -> None:
     twist.rel_forward_envs = 0.0
     twist.rel_standing_envs = STANDING_STAGES[0]["fraction"]
     twist.ranges = UniformVelocityCommandCfg.Ranges(
-        lin_vel_x=LIN_VEL_X, lin_vel_y=LIN_VEL_Y, ang_vel_z=ANG_VEL_Z, heading=None
+        lin_vel_x=tuning.commands.lin_vel_x_m_s,
+        lin_vel_y=tuning.commands.lin_vel_y_m_s,
+        ang_vel_z=tuning.commands.ang_vel_z_rad_s,
+        heading=None,
     )
 
 
@@ -302,7 +300,7 @@ def _configure_rewards(cfg: ManagerBasedRlEnvCfg, tuning: VelocityTuning) -> Non
     pose["std_walking"] = {**_LEG_STD_WALKING, **_HEAD_STD}
     pose["std_running"] = {**_LEG_STD_WALKING, **_HEAD_STD}
     pose["walking_threshold"] = 0.01
-    rewards["air_time"].weight = 3.0
+    rewards["air_time"].weight = tuning.air_time_weight
     rewards["air_time"].params.update(
         {"threshold_min": tuning.air_time_min_s, "threshold_max": 0.300, "command_threshold": 0.01}
     )
