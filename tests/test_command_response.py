@@ -1,5 +1,6 @@
-"""Command sweeps (mjlab_microduck.command_response): the slope rule on hand-made sweeps, and a
-real CPU sweep of the published stepping checkpoint."""
+"""Command sweeps (mjlab_microduck.command_response): the slope rule on hand-made sweeps, and
+real CPU sweeps of two published checkpoints: the stepping preset's, which walks one pace, and
+the recipe run's last, whose speed rises with the command."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ import pandas as pd
 import pytest
 
 from mjlab_microduck import acceptance, command_response, replay, results
+from mjlab_microduck.tasks.tuning import STEPPING
+from mjlab_microduck.tasks.velocity import preset_task_id
 
-MODEL_750 = results.results_root() / results.RECIPE_RUN_1500 / "model_750.pt"
+STEPPING_750 = results.results_root() / "h200_stepping_resume_1500" / "model_750.pt"
+STEPPING_TASK = preset_task_id(STEPPING)
+RECIPE_1498 = results.results_root() / results.RECIPE_RUN_1500 / "model_1498.pt"
 
 
 def _swept(velocities, commands=(0.0, 0.2, 0.4), done=None):
@@ -43,7 +48,26 @@ def test_one_command_has_no_slope_and_no_commands_no_sweep():
     with pytest.raises(ValueError, match="two different commands"):
         command_response.response_slope(_swept((0.1, 0.1), commands=(0.15, 0.15)))
     with pytest.raises(replay.ReplayError, match="at least one command"):
-        command_response.sweep(replay.ReplayRequest(checkpoint=MODEL_750), commands=())
+        command_response.sweep(replay.ReplayRequest(checkpoint=RECIPE_1498), commands=())
+
+
+@pytest.mark.parametrize(
+    ("velocities", "done", "expected"),
+    [
+        ((0.0, 0.2, 0.4), None, "it follows the command: its speed rises by 1.00 m/s per m/s of "
+         "command, without a termination."),
+        ((0.0, 0.005, 0.3), None, "it follows the command: its speed rises by 0.75 m/s per m/s "
+         "of command, without a termination; but told 0.2 m/s it stands (under 0.01 m/s), so its "
+         "speed control begins only above that."),
+        ((0.065, 0.065, 0.065), None, "it does not follow the command; told to stand, it still "
+         "walks off; told to go faster, it does not: it has learned one gait, not a controller "
+         "of its speed."),
+        ((0.0, 0.06, 0.12), [0, 0, 2], "it does not follow the command; 2 termination(s) in the "
+         "sweep; its speed rises by only 0.30 m/s per m/s of command."),
+    ],
+)  # fmt: skip
+def test_verdict_sentence_names_what_the_sweep_shows(velocities, done, expected):
+    assert command_response.verdict_sentence(_swept(velocities, done=done)) == expected
 
 
 def test_plot_response_draws_the_measured_points_and_both_guides():
@@ -61,7 +85,7 @@ def test_plot_response_draws_the_measured_points_and_both_guides():
 def test_the_published_stepping_policy_walks_one_pace_whatever_the_command():
     """Chapter 6's finding, on this CPU: told to stand or to go 0.4 m/s, the stepping policy
     goes forward at about the same speed; the commands do reach it (it turns differently)."""
-    request = replay.ReplayRequest(checkpoint=MODEL_750, task=acceptance.RECIPE_TASK)
+    request = replay.ReplayRequest(checkpoint=STEPPING_750, task=STEPPING_TASK)
     swept = command_response.sweep(request, commands=(0.0, 0.4), progress=False)
     assert list(swept["command_mps"]) == [0.0, 0.4]
     assert (swept["done_count"] == 0).all()
@@ -72,3 +96,16 @@ def test_the_published_stepping_policy_walks_one_pace_whatever_the_command():
     assert not command_response.follows_command(swept)
     turn_standing, turn_fast = swept["heading_change_rad"]
     assert abs(turn_standing - turn_fast) > 0.2
+
+
+def test_the_published_recipe_policy_stands_when_told_and_speeds_up_when_told():
+    """Chapter 6's sweep of the recipe run's last checkpoint, on this CPU: still under a zero
+    command, walking faster under 0.4 than under 0.15 m/s (measured 0.001, 0.087, 0.183)."""
+    request = replay.ReplayRequest(checkpoint=RECIPE_1498, task=acceptance.RECIPE_TASK)
+    swept = command_response.sweep(request, commands=(0.0, 0.15, 0.4), progress=False)
+    assert (swept["done_count"] == 0).all()
+    standing, protocol, fast = swept["mean_forward_velocity_mps"]
+    assert abs(standing) < 0.01
+    assert protocol >= acceptance.MIN_FORWARD_VELOCITY_MPS
+    assert fast > protocol + 0.05
+    assert command_response.response_slope(swept) > 0.4

@@ -63,6 +63,18 @@ def test_train_500_against_its_csv():
     assert record.provenance.device_name == "NVIDIA H200"
 
 
+def test_the_recipe_run_is_the_default_presets_recorded_run():
+    from mjlab_microduck.acceptance import RECIPE_TASK
+    from mjlab_microduck.tasks.tuning import DEFAULT_TUNING
+
+    assert results.RECIPE_RUN_500 == f"h200_{DEFAULT_TUNING.name}_train_500"
+    assert results.RECIPE_RUN_1500 == f"h200_{DEFAULT_TUNING.name}_resume_1500"
+    for run in (results.RECIPE_RUN_500, results.RECIPE_RUN_1500):
+        record, _ = results.load_published(run)
+        assert record.config["task"] == RECIPE_TASK
+        assert record.config["tuning"]["name"] == DEFAULT_TUNING.name
+
+
 def test_training_table_columns_name_their_source():
     record, scalars = results.load_published("h200_train_500")
     table = results.training_table({"recorded": record}, reference=True)

@@ -152,18 +152,23 @@ def test_gait_clock_is_sin_and_cos_of_the_phase():
     assert mdp.gait_clock(env, 0.5)[0].tolist() == pytest.approx([math.sin(angle), math.cos(angle)])
 
 
-def test_the_default_preset_is_stepping_and_the_gait_preset_only_adds_the_clock():
+def test_the_default_preset_is_forward_tracking_and_the_gait_preset_only_adds_the_clock():
     from mjlab_microduck.tasks import tuning
 
-    assert tuning.DEFAULT_TUNING is STEPPING
+    assert tuning.DEFAULT_TUNING is tuning.FORWARD_TRACKING
+    assert tuning.FORWARD_TRACKING == replace(
+        STEPPING, name="forward_tracking", commands=tuning.FORWARD_COMMANDS, tracking_weight=4.0)
+    assert tuning.FORWARD_TRACKING_LOW_AIR == replace(
+        tuning.FORWARD_TRACKING, name="forward_tracking_low_air", air_time_weight=1.5)
     assert tuning.GAIT_SLOW.gait_period_s == 0.5 and tuning.GAIT_SLOW.gait_weight == 1.0
     assert replace(tuning.GAIT_SLOW, name="book", gait_period_s=None, gait_weight=0.0) == BOOK
     assert [p.task_suffix for p in tuning.COMPARED_PRESETS] == [
-        "BookTuning", "UpstreamTuning", "SteppingTuning", "GaitSlowTuning"
+        "BookTuning", "UpstreamTuning", "GaitSlowTuning", "SteppingTuning",
+        "ForwardTrackingTuning", "ForwardTrackingLowAirTuning",
     ]
 
 
-def test_candidate_presets_reach_their_terms_and_nothing_else():
+def test_each_task_reaches_its_presets_terms_and_nothing_else():
     from mjlab_microduck.tasks import tuning
     from mjlab_microduck.tasks.velocity import TASK_ID, env_cfg_of_task
 
@@ -177,16 +182,15 @@ def test_candidate_presets_reach_their_terms_and_nothing_else():
 
     omni = (-0.4, 0.4, -0.3, 0.3, -1.0, 1.0)
     forward = (0.0, 0.4, -0.1, 0.1, -0.5, 0.5)
-    assert figures(TASK_ID) == pytest.approx((2.0, 0.2, 2.0, math.sqrt(0.5), 3.0, *omni))
-    assert figures(f"{TASK_ID}-SteppingTrackingTuning") == pytest.approx(
-        (4.0, 0.2, 4.0, math.sqrt(0.5), 3.0, *omni))
-    assert figures(f"{TASK_ID}-ForwardTuning") == pytest.approx(
-        (2.0, 0.2, 2.0, math.sqrt(0.5), 3.0, *forward))
-    assert figures(f"{TASK_ID}-ForwardTrackingTuning") == pytest.approx(
-        (4.0, 0.2, 4.0, math.sqrt(0.5), 3.0, *forward))
+    wide_yaw = math.sqrt(0.5)
+    assert figures(TASK_ID) == pytest.approx((4.0, 0.2, 4.0, wide_yaw, 3.0, *forward))
+    assert figures(f"{TASK_ID}-ForwardTrackingTuning") == figures(TASK_ID)
+    assert figures(f"{TASK_ID}-SteppingTuning") == pytest.approx(
+        (2.0, 0.2, 2.0, wide_yaw, 3.0, *omni))
     assert figures(f"{TASK_ID}-ForwardTrackingLowAirTuning") == pytest.approx(
-        (4.0, 0.2, 4.0, math.sqrt(0.5), 1.5, *forward))
+        (4.0, 0.2, 4.0, wide_yaw, 1.5, *forward))
+    assert figures(f"{TASK_ID}-ForwardStraightTuning") == pytest.approx(
+        (4.0, 0.2, 4.0, 0.35, 3.0, *forward))
     for preset in tuning.CANDIDATE_PRESETS:
-        back = replace(preset, name="stepping", tracking_weight=2.0, air_time_weight=3.0,
-                       commands=tuning.OMNI_COMMANDS)
-        assert back == STEPPING
+        back = replace(preset, name="forward_tracking", ang_vel_std_rad_s=wide_yaw)
+        assert back == tuning.FORWARD_TRACKING

@@ -36,7 +36,7 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from mjlab_microduck import records
-from mjlab_microduck.tasks.velocity import STEPPING_TUNING_TASK_ID, TASK_ID
+from mjlab_microduck.tasks.velocity import DEFAULT_PRESET_TASK_ID, TASK_ID
 
 if TYPE_CHECKING:  # heavy imports only for type checkers
     import pandas as pd
@@ -50,9 +50,9 @@ PROTOCOL_LIN_VEL_X = 0.15  # m/s; lateral and yaw commands zero
 WALK_FRACTION_OF_COMMAND = 0.5
 MIN_FORWARD_VELOCITY_MPS = WALK_FRACTION_OF_COMMAND * PROTOCOL_LIN_VEL_X
 
-# The recipe run chapters 5 and 6 read: the default preset (STEPPING), trained under that
-# preset's own task ID, which its records keep. Both IDs build the same environment.
-RECIPE_TASK = STEPPING_TUNING_TASK_ID
+# The recipe run chapters 5 and 6 read: the default preset's, trained under that preset's own
+# task ID, which its records keep. Both IDs build the same environment.
+RECIPE_TASK = DEFAULT_PRESET_TASK_ID
 
 REFERENCE_LABEL = "reported on a Radeon AI PRO R9700 in the original chapter"
 
@@ -629,6 +629,15 @@ def recorded_preset_rows(results_root: str | Path, task: str) -> dict[str, dict[
         if rep is not None:
             rows[ckpt.name] = dict(rep.record.summary)
     return rows
+
+
+def best_recorded_checkpoint(results_root: str | Path, task: str) -> PublishedCheckpoint:
+    """The checkpoint of ``task``'s recipe run that its recorded protocol replays rank first."""
+    rows = recorded_preset_rows(results_root, task)
+    if not rows:
+        raise LookupError(f"no recorded protocol replay of a checkpoint of {task}")
+    best = rank_checkpoints(rows)[0]
+    return next(c for c in published_checkpoints(results_root, task=task) if c.name == best)
 
 
 def preset_outcomes(results_root: str | Path) -> pd.DataFrame:

@@ -78,6 +78,46 @@ def follows_command(swept: pd.DataFrame) -> bool:
     )
 
 
+STILL_MPS = 0.01
+"""Under this mean forward speed a policy counts as standing (4 s of 0.01 m/s is 4 cm)."""
+
+
+def verdict_sentence(swept: pd.DataFrame) -> str:
+    """The sweep's outcome for the page: the rule's verdict and what the speeds show.
+
+    A policy that passes may still stand under small commands (it reaches half the command only
+    from some speed on); one that fails is told why: terminations, walking off when told to
+    stand, a flat response (one gait), or a rise too shallow.
+    """
+    slope = response_slope(swept)
+    speed = dict(zip(swept["command_mps"], swept["mean_forward_velocity_mps"], strict=True))
+    terminations = int(swept["done_count"].sum())
+    if follows_command(swept):
+        text = (
+            f"it follows the command: its speed rises by {slope:.2f} m/s per m/s of command, "
+            "without a termination"
+        )
+        moving = [c for c in speed if c > 0]
+        still = [c for c in moving if abs(speed[c]) < STILL_MPS]
+        if still:
+            shown = ", ".join(f"{c:g}" for c in still)
+            text += (
+                f"; but told {shown} m/s it stands (under {STILL_MPS:g} m/s), so its speed "
+                "control begins only above that"
+            )
+        return text + "."
+    reasons = [f"{terminations} termination(s) in the sweep"] if terminations else []
+    if speed.get(0.0, 0.0) > 3 * STILL_MPS:
+        reasons.append("told to stand, it still walks off")
+    if slope < 0.2:
+        reasons.append(
+            "told to go faster, it does not: it has learned one gait, not a controller of its speed"
+        )
+    elif slope < FOLLOWS_COMMAND_SLOPE:
+        reasons.append(f"its speed rises by only {slope:.2f} m/s per m/s of command")
+    return "it does not follow the command; " + "; ".join(reasons) + "."
+
+
 def plot_response(swept: pd.DataFrame, title: str | None = None) -> Figure:
     """Measured forward velocity against the command, with the ideal (y = x) and the
     acceptance line (half the command)."""

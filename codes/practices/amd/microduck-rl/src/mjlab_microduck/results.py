@@ -72,8 +72,9 @@ REFERENCE_R9700: dict[str, Any] = {
 
 # The published recipe run chapters 4 to 6 read: the default preset's (``tasks.tuning``), both
 # stages. Runs of the other presets are published beside it as ``h200_<preset>_...``.
-RECIPE_RUN_500 = "h200_stepping_train_500"
-RECIPE_RUN_1500 = "h200_stepping_resume_1500"
+# (Plain names: importing the presets would import mjlab; a test ties them to the default.)
+RECIPE_RUN_500 = "h200_forward_tracking_train_500"
+RECIPE_RUN_1500 = "h200_forward_tracking_resume_1500"
 
 TERMINATION_PREFIX = "Episode_Termination/"
 

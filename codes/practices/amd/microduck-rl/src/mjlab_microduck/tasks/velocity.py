@@ -6,7 +6,7 @@ pose, gait rewards scaled to a robot whose feet lift 2 cm, and five terminations
 ``fell_over``, ``nan_state``, ``legs_collapsed`` (the trunk sank to its feet, a fall this
 feet-only collision model cannot stop) and ``below_ground``, the guard against missing ground
 contacts described in chapter 2. The few figures that decide between standing and walking are
-a tuning preset (``tuning.py``); the default task uses ``STEPPING``.
+a tuning preset (``tuning.py``); the default task uses ``FORWARD_TRACKING``.
 
 Left out on purpose (the book says why): the head-pose and body-pose commands, the
 turn-in-place envs, the actuator-model-specific randomisation and the self-collision term (only
@@ -52,23 +52,26 @@ from mjlab_microduck.tasks.tuning import (
     CANDIDATE_PRESETS,
     COMPARED_PRESETS,
     DEFAULT_TUNING,
-    STEPPING,
     UPSTREAM,
     VelocityTuning,
 )
 
 TASK_ID = "Mjlab-Velocity-Flat-MicroDuck"
 UNGUARDED_TASK_ID = f"{TASK_ID}-Unguarded"
-UPSTREAM_TUNING_TASK_ID = f"{TASK_ID}-{UPSTREAM.task_suffix}"
-STEPPING_TUNING_TASK_ID = f"{TASK_ID}-{STEPPING.task_suffix}"
+
+
+def preset_task_id(preset: VelocityTuning) -> str:
+    """The task that trains ``preset`` under its own name: ``<TASK_ID>-<task_suffix>``."""
+    return f"{TASK_ID}-{preset.task_suffix}"
+
+
 TUNING_OF_TASK: dict[str, VelocityTuning] = {
     TASK_ID: DEFAULT_TUNING,
     UNGUARDED_TASK_ID: DEFAULT_TUNING,
-    **{
-        f"{TASK_ID}-{preset.task_suffix}": preset
-        for preset in (*COMPARED_PRESETS, *CANDIDATE_PRESETS)
-    },
+    **{preset_task_id(preset): preset for preset in (*COMPARED_PRESETS, *CANDIDATE_PRESETS)},
 }
+UPSTREAM_TUNING_TASK_ID = preset_task_id(UPSTREAM)
+DEFAULT_PRESET_TASK_ID = preset_task_id(DEFAULT_TUNING)
 
 BELOW_GROUND_MIN_HEIGHT_M = -0.05
 COLLAPSED_MIN_HEIGHT_ABOVE_FEET_M = 0.05
