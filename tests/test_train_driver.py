@@ -351,6 +351,30 @@ def test_console_script_bad_input(tmp_path):
     assert proc.stderr.splitlines() == ["microduck-train: --num-envs must be at least 1"]
 
 
+def test_the_issue_smoke_command_runs_on_cpu(tmp_path):
+    """#3's acceptance, verbatim: the ``train`` console script at 64 envs x 5 iterations on this
+    CPU reports 7,680 transitions, nan_state 0 and falls, and writes a checkpoint (about 30 s)."""
+    import re
+
+    script = Path(sys.executable).with_name("train")
+    proc = subprocess.run(
+        [str(script), TASK_ID, "--env.scene.num-envs", "64", "--env.seed", "42",
+         "--agent.seed", "42", "--agent.max-iterations", "5", "--agent.logger", "tensorboard",
+         "--gpu-ids", "None"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout + proc.stderr
+    assert re.findall(r"Total steps: (\d+)", out)[-1] == str(64 * 5 * STEPS_PER_ENV) == "7680"
+    nan_state = [float(v) for v in re.findall(r"Episode_Termination/nan_state: ([\d.]+)", out)]
+    fell_over = [float(v) for v in re.findall(r"Episode_Termination/fell_over: ([\d.]+)", out)]
+    assert len(nan_state) == len(fell_over) == 5
+    assert max(nan_state) == 0.0 and max(fell_over) > 0.0
+    assert sorted(p.name for p in tmp_path.glob("logs/rsl_rl/*/*/model_*.pt")) == [
+        "model_0.pt", "model_4.pt"
+    ]
+
+
 def _staged(run_dir, name):
     return run_dir / "logs/rsl_rl" / train.EXPERIMENT_NAME / train.RESUME_SOURCE_DIR / name
 
