@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 import torch
 
-from mjlab_microduck import bench, records
+from mjlab_microduck.jobs import bench
+from mjlab_microduck.runs import records
 from mjlab_microduck.tasks.velocity import TASK_ID, UNGUARDED_TASK_ID
 
 REPO = Path(__file__).resolve().parents[1]
@@ -409,7 +410,7 @@ def test_csv_round_trips_exactly_and_leaves_memory_blank_when_unknown(tmp_path):
 
 
 def test_load_runs_refuses_a_record_of_another_kind(tmp_path):
-    from mjlab_microduck import provenance
+    from mjlab_microduck.runtime import provenance
 
     record = records.RunRecord(
         run_id="x", kind="train", status="running", started_at=records.utc_now_iso(),
@@ -464,7 +465,7 @@ def test_eager_case_vetoes_mjlab_graph_capture_and_restores_it():
 
 
 def test_frozen_case_switches_the_fault_on_only_inside():
-    from mjlab_microduck import faults
+    from mjlab_microduck.compat import faults
 
     case = bench.fix_plan("cpu", False)[0][1]
     assert not faults.is_enabled()
@@ -539,7 +540,7 @@ def test_publish_refuses_what_it_must(tmp_path, capsys):
 
 
 def _run_quick(device: str, out: Path) -> tuple[Path, records.RunRecord]:
-    command = [sys.executable, "-m", "mjlab_microduck.bench", "--quick", "--device", device,
+    command = [sys.executable, "-m", "mjlab_microduck.jobs.bench", "--quick", "--device", device,
                "--out", str(out), "--name", "quick"]  # fmt: skip
     proc = subprocess.run(
         command, capture_output=True, text=True, timeout=1200, cwd=REPO,
@@ -553,7 +554,7 @@ def _run_quick(device: str, out: Path) -> tuple[Path, records.RunRecord]:
 
 def _check_quick_outputs(run_dir: Path, record: records.RunRecord, physics_sizes, n_train):
     assert record.kind == "bench" and record.status == "ok" and record.error is None
-    assert record.command[1:3] == ["-m", "mjlab_microduck.bench"]
+    assert record.command[1:3] == ["-m", "mjlab_microduck.jobs.bench"]
     assert record.config["quick"] is True and record.config["task"] == TASK_ID
     records.verify_artifacts(record, run_dir)
     frame = bench.load_csv(run_dir / bench.CSV_FILENAME)

@@ -1,13 +1,15 @@
-"""Command sweeps (mjlab_microduck.command_response): the slope rule on hand-made sweeps, and
-real CPU sweeps of two published checkpoints: the stepping preset's, which walks one pace, and
-the recipe run's last, whose speed rises with the command."""
+"""Command sweeps (mjlab_microduck.analysis.command_response): the slope rule on hand-made
+sweeps, and real CPU sweeps of two published checkpoints: the stepping preset's, which walks
+one pace, and the recipe run's last, whose speed rises with the command."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from mjlab_microduck import acceptance, command_response, replay, results
+from mjlab_microduck.analysis import acceptance, command_response
+from mjlab_microduck.book import results
+from mjlab_microduck.jobs import replay
 from mjlab_microduck.tasks.tuning import STEPPING
 from mjlab_microduck.tasks.velocity import preset_task_id
 

@@ -7,7 +7,8 @@ import pytest
 import warp as wp
 
 import mjlab_microduck  # noqa: F401  (importing the package installs the hooks)
-from mjlab_microduck import compat, faults
+from mjlab_microduck import compat
+from mjlab_microduck.compat import faults
 
 FIXES = ["warp_alias", "hip_stepping", "broadphase", "render_textures", faults.FIX]
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from mjlab_microduck import contact_check, faults
-from mjlab_microduck.contact_check import ContactCheckResult, run_contact_check
+from mjlab_microduck.compat import faults
+from mjlab_microduck.runtime import contact_check
+from mjlab_microduck.runtime.contact_check import ContactCheckResult, run_contact_check
 
 SCRIPT = (
     Path(__file__).resolve().parents[1]

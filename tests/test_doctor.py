@@ -16,8 +16,8 @@ from types import ModuleType, SimpleNamespace
 
 import pytest
 
-from mjlab_microduck import doctor, provenance
-from mjlab_microduck.probes import ipc_event
+from mjlab_microduck.runtime import doctor, provenance
+from mjlab_microduck.runtime import ipc_probe as ipc_event
 
 TORCH_LIB_HIP = "/venv/lib/python3.12/site-packages/torch/lib/libamdhip64.so"
 SYSTEM_HIP = "/opt/rocm-7.2.4/lib/libamdhip64.so.7.2.70204"
@@ -139,8 +139,8 @@ def test_compat_rows_and_degradation(monkeypatch):
 
 
 def test_contact_check_variants(monkeypatch):
-    fake = ModuleType("mjlab_microduck.contact_check")
-    monkeypatch.setitem(sys.modules, "mjlab_microduck.contact_check", fake)
+    fake = ModuleType("mjlab_microduck.runtime.contact_check")
+    monkeypatch.setitem(sys.modules, "mjlab_microduck.runtime.contact_check", fake)
     fake.run_contact_check = lambda device: SimpleNamespace(passed=True, final_z=0.049633,
                                                             max_contacts=1)
     ok = doctor.contact_check("cuda:0")
@@ -156,7 +156,7 @@ def test_contact_check_variants(monkeypatch):
     fake.run_contact_check = boom
     err = doctor.contact_check("cuda:0")
     assert err.status == "fail" and "hipErrorNoBinaryForGpu" in err.unsupported
-    monkeypatch.setitem(sys.modules, "mjlab_microduck.contact_check", None)
+    monkeypatch.setitem(sys.modules, "mjlab_microduck.runtime.contact_check", None)
     missing = doctor.contact_check("cpu")
     assert missing.status == "skip" and missing.unsupported is None
 
@@ -172,10 +172,10 @@ def fake_machine(monkeypatch):
         monkeypatch.setattr(doctor.provenance, "runtime_facts", lambda device=None: facts)
         monkeypatch.setattr(doctor, "initialise_gpu_runtimes", lambda f: [])
         monkeypatch.setattr(doctor, "read_self_maps", lambda: maps_text)
-        fake = ModuleType("mjlab_microduck.contact_check")
+        fake = ModuleType("mjlab_microduck.runtime.contact_check")
         fake.run_contact_check = lambda device: contact or {"passed": True, "final_z": 0.0496,
                                                             "max_contacts": 1}
-        monkeypatch.setitem(sys.modules, "mjlab_microduck.contact_check", fake)
+        monkeypatch.setitem(sys.modules, "mjlab_microduck.runtime.contact_check", fake)
 
     return install
 

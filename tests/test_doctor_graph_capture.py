@@ -3,7 +3,8 @@
 from types import SimpleNamespace
 
 import mjlab_microduck  # noqa: F401  (hooks installed: the warp.context alias mjlab reads)
-from mjlab_microduck import doctor, faults
+from mjlab_microduck.compat import faults
+from mjlab_microduck.runtime import doctor
 
 
 def test_cpu_never_captures():

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 import warp as wp
 
-from mjlab_microduck import compat, faults
+from mjlab_microduck import compat
+from mjlab_microduck.compat import faults
 
 
 @pytest.fixture(autouse=True)

@@ -18,9 +18,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from mjlab_microduck import records
-from mjlab_microduck.probes import ipc_event
-from mjlab_microduck.probes.ipc_event import (
+from mjlab_microduck.runs import records
+from mjlab_microduck.runtime import ipc_probe as ipc_event
+from mjlab_microduck.runtime.ipc_probe import (
     EmulatedClrBackend,
     IpcEventsUnsupported,
     IpcProbeResult,

@@ -1,4 +1,4 @@
-"""Profile selection and sizes (mjlab_microduck.profiles)."""
+"""Profile selection and sizes (mjlab_microduck.jobs.profiles)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from mjlab_microduck import profiles
+from mjlab_microduck.jobs import profiles
 
 
 @pytest.fixture

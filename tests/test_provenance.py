@@ -22,7 +22,8 @@ from types import ModuleType, SimpleNamespace
 
 import pytest
 
-from mjlab_microduck import provenance, records
+from mjlab_microduck.runs import records
+from mjlab_microduck.runtime import provenance
 
 ROCM_SMI_OUT = """\
 ============================ ROCm System Management Interface ============================

@@ -14,11 +14,12 @@ import pandas as pd
 import pytest
 import torch
 
-from mjlab_microduck import profiles, recipe, records
-from mjlab_microduck.results import expected_checkpoints
+from mjlab_microduck.book.results import expected_checkpoints
+from mjlab_microduck.jobs import profiles, recipe
+from mjlab_microduck.jobs.train import checkpoint_iteration
+from mjlab_microduck.runs import records
 from mjlab_microduck.tasks.rl_cfg import EXPERIMENT_NAME, STEPS_PER_ENV
 from mjlab_microduck.tasks.velocity import TASK_ID, UNGUARDED_TASK_ID
-from mjlab_microduck.train import checkpoint_iteration
 
 # ----------------------------------------------------------------------------- stage plans
 

@@ -1,4 +1,4 @@
-"""Run records (mjlab_microduck.records): schema, atomic writes, loading errors, tables."""
+"""Run records (mjlab_microduck.runs.records): schema, atomic writes, loading errors, tables."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mjlab_microduck import records
+from mjlab_microduck.runs import records
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -391,7 +391,7 @@ def test_published_schema_matches_the_model():
     published = REPO / "book" / "results" / "record.schema.json"
     assert published.read_text() == records.schema_text(), (
         "book/results/record.schema.json is stale: run "
-        "`python -m mjlab_microduck.records schema --output book/results/record.schema.json`"
+        "`python -m mjlab_microduck.runs.records schema --output book/results/record.schema.json`"
     )
     schema = json.loads(published.read_text())
     assert schema["additionalProperties"] is False

@@ -31,8 +31,12 @@ import pandas as pd
 import pytest
 import torch
 
-from mjlab_microduck import acceptance, faults, records, replay, results
-from mjlab_microduck.replay import ReplayError, ReplayRequest, compute_metrics
+from mjlab_microduck.analysis import acceptance
+from mjlab_microduck.book import results
+from mjlab_microduck.compat import faults
+from mjlab_microduck.jobs import replay
+from mjlab_microduck.jobs.replay import ReplayError, ReplayRequest, compute_metrics
+from mjlab_microduck.runs import records
 
 REPO = Path(__file__).resolve().parents[1]
 PKG = REPO / "codes/practices/amd/microduck-rl"

@@ -18,10 +18,11 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from mjlab_microduck import records, results  # noqa: E402
+from mjlab_microduck.book import results  # noqa: E402
+from mjlab_microduck.jobs.train import summarize  # noqa: E402
+from mjlab_microduck.runs import records
 from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV  # noqa: E402
 from mjlab_microduck.tasks.velocity import TASK_ID, UPSTREAM_TUNING_TASK_ID  # noqa: E402
-from mjlab_microduck.train import summarize  # noqa: E402
 
 TRAIN_RECORDS = sorted(
     d.name for d, r in records.find_records(results.results_root()) if r.kind == "train"
@@ -64,7 +65,7 @@ def test_train_500_against_its_csv():
 
 
 def test_the_recipe_run_is_the_default_presets_recorded_run():
-    from mjlab_microduck.acceptance import RECIPE_TASK
+    from mjlab_microduck.analysis.acceptance import RECIPE_TASK
     from mjlab_microduck.tasks.tuning import DEFAULT_TUNING
 
     assert results.RECIPE_RUN_500 == f"h200_{DEFAULT_TUNING.name}_train_500"

@@ -1,4 +1,5 @@
-"""Multi-GPU scaling figures (mjlab_microduck.scaling): hand-made runs and the published pair."""
+"""Multi-GPU scaling figures (mjlab_microduck.analysis.scaling): hand-made runs and the published
+pair."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mjlab_microduck import records, results, scaling
+from mjlab_microduck.analysis import scaling
+from mjlab_microduck.book import results
+from mjlab_microduck.runs import records
 
 PAIR = ("h200x2_1gpu_4096", "h200x2_2gpu_4096")
 

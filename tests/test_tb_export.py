@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from torch.utils.tensorboard import SummaryWriter
 
-from mjlab_microduck.tb_export import WALL_TIME_COLUMN, export_csv, read_scalars
+from mjlab_microduck.runs.tb_export import WALL_TIME_COLUMN, export_csv, read_scalars
 
 T0 = 1_700_000_000.0
 

@@ -17,11 +17,9 @@ import pandas as pd
 import pytest
 import torch
 
-from mjlab_microduck import records, train
-from mjlab_microduck.results import expected_checkpoints
-from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
-from mjlab_microduck.tasks.velocity import TASK_ID
-from mjlab_microduck.train import (
+from mjlab_microduck.book.results import expected_checkpoints
+from mjlab_microduck.jobs import train
+from mjlab_microduck.jobs.train import (
     RESUME_SOURCE_DIR,
     TRAIN_LOG,
     TrainRequest,
@@ -33,6 +31,9 @@ from mjlab_microduck.train import (
     slim_checkpoint,
     summarize,
 )
+from mjlab_microduck.runs import records
+from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
+from mjlab_microduck.tasks.velocity import TASK_ID
 
 ENVS = 8
 ITERATIONS = 2
@@ -344,7 +345,7 @@ def test_cli_bad_input_is_one_line_and_exit_2(argv, fragment, capsys, tmp_path):
 
 def test_console_script_bad_input(tmp_path):
     script = Path(sys.executable).with_name("microduck-train")
-    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "mjlab_microduck.train"]
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "mjlab_microduck.jobs.train"]
     proc = subprocess.run([*cmd, "--num-envs", "0", "--logs-root", str(tmp_path)],
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert proc.returncode == 2

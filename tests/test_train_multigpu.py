@@ -11,8 +11,8 @@ import tyro
 from mjlab.scripts.train import TrainConfig
 
 import mjlab_microduck  # noqa: F401  (task registration)
+from mjlab_microduck.jobs.train import TrainRequest, build_parser, main
 from mjlab_microduck.tasks.velocity import TASK_ID
-from mjlab_microduck.train import TrainRequest, build_parser, main
 
 
 def _parse_with_mjlab(args: list[str]) -> TrainConfig:

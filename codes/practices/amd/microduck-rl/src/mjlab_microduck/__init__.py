@@ -7,7 +7,7 @@ tasks with mjlab. The hooks come first because mjlab reads ``warp.context`` when
 simulation is built.
 """
 
-from mjlab_microduck import rendering
+from mjlab_microduck.compat import gl_backend as rendering
 
 # MuJoCo picks its GL backend when first imported, and the hooks below import it.
 rendering.choose_gl_backend()

@@ -11,8 +11,8 @@ render_textures skip texture creation for raycast-only render contexts on HIP
 =============== ==============================================================================
 
 ``install_all()`` is called when :mod:`mjlab_microduck` is imported. It also honours the opt-in
-fault injection ``MICRODUCK_FAULT_FROZEN_BROADPHASE=1`` (see :mod:`mjlab_microduck.faults`), so a
-training subprocess started with that variable reproduces the broken ROCm cache on any backend.
+fault injection ``MICRODUCK_FAULT_FROZEN_BROADPHASE=1`` (see :mod:`mjlab_microduck.compat.faults`),
+so a training subprocess started with that variable reproduces the broken ROCm cache on any backend.
 ``report()`` / ``report_frame()`` say what each fix did and why.
 """
 
@@ -36,7 +36,7 @@ def install_all() -> list[HookStatus]:
     """Install every fix whose condition holds (idempotent) and apply the fault-injection env
     var. Returns one status per fix (plus the fault status when the fault is on)."""
     statuses = [hook.install() for hook in _HOOKS]
-    from mjlab_microduck import faults
+    from mjlab_microduck.compat import faults
 
     fault = faults.install_from_env()
     if fault.active:
@@ -46,7 +46,7 @@ def install_all() -> list[HookStatus]:
 
 def uninstall_all() -> None:
     """Undo every fix (and the fault injection), restoring exactly what was there before."""
-    from mjlab_microduck import faults
+    from mjlab_microduck.compat import faults
 
     faults.disable()
     for hook in reversed(_HOOKS):
@@ -55,7 +55,7 @@ def uninstall_all() -> None:
 
 def report() -> list[HookStatus]:
     """Current status of every fix, with live counters in ``details``, plus the fault status."""
-    from mjlab_microduck import faults
+    from mjlab_microduck.compat import faults
 
     return [hook.status() for hook in _HOOKS] + [faults.status()]
 

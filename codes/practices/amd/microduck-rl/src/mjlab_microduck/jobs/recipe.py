@@ -1,6 +1,6 @@
 """The book's full training recipe as named stages, each a driver run published into the book.
 
-``make results`` (or ``python -m mjlab_microduck.recipe``) regenerates every recorded result on
+``make results`` (or ``python -m mjlab_microduck.jobs.recipe``) regenerates every recorded result on
 the reader's own GPU: the two smoke runs, the 500-iteration run, the resume to 1500, the
 discarded experiment, replays of the kept checkpoints, the diagnostics (doctor, contact check,
 interprocess-event probe) and the benchmark matrix. Results land in a new folder (by default
@@ -18,9 +18,10 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from mjlab_microduck import profiles, records
+from mjlab_microduck.jobs import profiles
+from mjlab_microduck.jobs.train import TrainRequest, checkpoint_iteration, publish, run
+from mjlab_microduck.runs import records
 from mjlab_microduck.tasks.velocity import TASK_ID, TUNING_OF_TASK, UNGUARDED_TASK_ID
-from mjlab_microduck.train import TrainRequest, checkpoint_iteration, publish, run
 
 ALL_STAGES = ("smoke", "main", "resume", "experiment", "replay", "diagnostics", "bench")
 
@@ -137,8 +138,8 @@ def run_stage(stage: Stage, logs_root: Path, results_root: Path, profile: profil
 
 def replay_published(results_root: Path, profile: profiles.Profile) -> list[Path]:
     """Replay every checkpoint published in ``results_root`` (acceptance settings, with MP4)."""
-    from mjlab_microduck.replay import ReplayRequest
-    from mjlab_microduck.replay import run as run_replay
+    from mjlab_microduck.jobs.replay import ReplayRequest
+    from mjlab_microduck.jobs.replay import run as run_replay
 
     done = []
     for record_dir, record in records.find_records(results_root):
@@ -169,9 +170,9 @@ def run_diagnostics(results_root: Path, profile: profiles.Profile) -> None:
     import io
     import json
 
-    from mjlab_microduck import doctor
-    from mjlab_microduck.contact_check import run_contact_check
-    from mjlab_microduck.probes import ipc_event
+    from mjlab_microduck.runtime import doctor
+    from mjlab_microduck.runtime import ipc_probe as ipc_event
+    from mjlab_microduck.runtime.contact_check import run_contact_check
 
     out = results_root / "diagnostics"
     out.mkdir(parents=True, exist_ok=True)
@@ -229,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             main_stage(profile, args.task, args.seed), args.logs_root, results, profile
         )
         record = records.load_record(main_run)
-        from mjlab_microduck.train import find_mjlab_log_dir
+        from mjlab_microduck.jobs.train import find_mjlab_log_dir
 
         checkpoint = find_mjlab_log_dir(main_run) / str(record.summary["last_checkpoint"])
     if "resume" in wanted:
@@ -244,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     if "diagnostics" in wanted:
         run_diagnostics(results, profile)
     if "bench" in wanted:
-        from mjlab_microduck import bench
+        from mjlab_microduck.jobs import bench
 
         bench.main(["--device", profile.device, "--out", str(results), "--name", "bench"])
     print(f"[recipe] results in {results}")

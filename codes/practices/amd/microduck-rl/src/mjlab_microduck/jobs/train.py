@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mjlab_microduck import records
+from mjlab_microduck.runs import records
 from mjlab_microduck.tasks.rl_cfg import EXPERIMENT_NAME, STEPS_PER_ENV
 from mjlab_microduck.tasks.velocity import TASK_ID, TUNING_OF_TASK
 
@@ -110,7 +110,7 @@ def _cuda_index(device: str) -> int:
 def _rank_provenance(request: TrainRequest) -> list[dict]:
     """Per-rank seed and device facts. Only the run's first device gets the full provenance
     block; with several GPUs each rank's device name, architecture and runtime are added."""
-    from mjlab_microduck import provenance
+    from mjlab_microduck.runtime import provenance
 
     ranks = request.ranks()
     if len(ranks) == 1:
@@ -228,7 +228,7 @@ def save_torch_atomic(data: object, dst: str | Path) -> Path:
 
 def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
     """Train, export and record. Returns the run directory and its record (ok or failed)."""
-    from mjlab_microduck import provenance
+    from mjlab_microduck.runtime import provenance
 
     stream = stream or sys.stdout
     run_dir = records.new_run_dir(request.logs_root, request.name)
@@ -236,7 +236,7 @@ def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
         sys.executable,
         "-u",
         "-m",
-        "mjlab_microduck.train",
+        "mjlab_microduck.jobs.train",
         "--mjlab",
         *request.mjlab_args(),
     ]
@@ -337,7 +337,7 @@ def _worth_showing(line: str) -> bool:
 
 
 def _export(log_dir: Path, run_dir: Path) -> pd.DataFrame:
-    from mjlab_microduck.tb_export import export_csv
+    from mjlab_microduck.runs.tb_export import export_csv
 
     return export_csv(log_dir, run_dir / records.SCALARS_FILENAME)
 
@@ -398,7 +398,7 @@ def _mjlab_entry(argv: list[str]) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from mjlab_microduck import profiles
+    from mjlab_microduck.jobs import profiles
 
     profile = profiles.current()
     parser = argparse.ArgumentParser(
@@ -430,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["--mjlab"]:
         _mjlab_entry(argv[1:])
         return 0
-    from mjlab_microduck import profiles
+    from mjlab_microduck.jobs import profiles
 
     args = build_parser().parse_args(argv)
     problems = []

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from mjlab_microduck import replay
+from mjlab_microduck.jobs import replay
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -26,7 +26,7 @@ interprocess events, the probe returns ``status="skipped"`` with the reason and 
 
 CLI (writes a run record of kind ``"probe"`` into a new directory under ``--out``)::
 
-    python -m mjlab_microduck.probes.ipc_event --reuses 100 --ring 1 --out book/results
+    python -m mjlab_microduck.runtime.ipc_probe --reuses 100 --ring 1 --out book/results
 """
 
 from __future__ import annotations
@@ -503,7 +503,7 @@ def _child_main(backend: EventBackend, handles: list[bytes], conn: Connection) -
 
 
 # The spawned child runs this file with runpy under its own name instead of importing
-# ``mjlab_microduck.probes.ipc_event``: importing the package would also import mjlab and install
+# ``mjlab_microduck.runtime.ipc_probe``: importing the package would also import mjlab and install
 # the compat hooks (seconds of start-up, and side effects), none of which the child needs. The
 # child needs only the standard library plus, for the real backend, torch.
 _CHILD_RUN_NAME = "__microduck_ipc_probe_child__"
@@ -768,7 +768,8 @@ def write_probe_record(
     Record status: ``failed`` when the probe failed (``error`` = its error), else ``ok``; a
     skipped probe is an ``ok`` run whose ``summary.probe_status`` is ``skipped``.
     """
-    from mjlab_microduck import provenance, records
+    from mjlab_microduck.runs import records
+    from mjlab_microduck.runtime import provenance
 
     run_dir = records.new_run_dir(out_root, "ipc_probe")
     summary: dict[str, records.SummaryValue] = {
@@ -794,8 +795,7 @@ def write_probe_record(
         status="failed" if result.status == "failed" else "ok",
         error=result.error if result.status == "failed" else None,
         command=list(command),
-        config={"probe": "ipc_event", "reuses": result.reuses_requested,
-                "ring": result.ring_size},
+        config={"probe": "ipc_event", "reuses": result.reuses_requested, "ring": result.ring_size},
         provenance=provenance.collect(command=command),
         started_at=started_at or records.utc_now_iso(),
         finished_at=records.utc_now_iso(),
@@ -808,7 +808,7 @@ def write_probe_record(
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m mjlab_microduck.probes.ipc_event",
+        prog="python -m mjlab_microduck.runtime.ipc_probe",
         description="Probe interprocess GPU event reuse (the ROCm 7.2 32-slot bug).",
     )
     add_probe_arguments(parser)
@@ -819,14 +819,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments shared with ``microduck-doctor --ipc-probe``."""
-    parser.add_argument("--reuses", type=_positive_int, default=DEFAULT_REUSES,
-                        help=f"event reuses to attempt (default {DEFAULT_REUSES})")
-    parser.add_argument("--ring", type=_positive_int, default=DEFAULT_RING,
-                        help=f"events used round-robin (default {DEFAULT_RING})")
-    parser.add_argument("--timeout", type=_positive_float, default=DEFAULT_TIMEOUT_S,
-                        help=f"hard time limit in seconds (default {DEFAULT_TIMEOUT_S:g})")
-    parser.add_argument("--require-ipc-events", action="store_true",
-                        help="exit non-zero with one line unless event reuse is proven to work")
+    parser.add_argument(
+        "--reuses",
+        type=_positive_int,
+        default=DEFAULT_REUSES,
+        help=f"event reuses to attempt (default {DEFAULT_REUSES})",
+    )
+    parser.add_argument(
+        "--ring",
+        type=_positive_int,
+        default=DEFAULT_RING,
+        help=f"events used round-robin (default {DEFAULT_RING})",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=DEFAULT_TIMEOUT_S,
+        help=f"hard time limit in seconds (default {DEFAULT_TIMEOUT_S:g})",
+    )
+    parser.add_argument(
+        "--require-ipc-events",
+        action="store_true",
+        help="exit non-zero with one line unless event reuse is proven to work",
+    )
 
 
 def _positive_int(text: str) -> int:
@@ -870,13 +885,14 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(summary_line(result))
     if args.out is not None:
-        module = "mjlab_microduck.probes.ipc_event"
+        module = "mjlab_microduck.runtime.ipc_probe"
         command = [sys.executable, "-m", module, *(sys.argv[1:] if argv is None else argv)]
         try:
             path = write_probe_record(result, args.out, command, started_at=started_at)
         except Exception as exc:  # the measurement is printed above even if the record fails
-            print(f"error: could not write the probe record under {args.out}: {exc}",
-                  file=sys.stderr)
+            print(
+                f"error: could not write the probe record under {args.out}: {exc}", file=sys.stderr
+            )
             return 2
         print(f"record: {path}")
     if args.require_ipc_events:

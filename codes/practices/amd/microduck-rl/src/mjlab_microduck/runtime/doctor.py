@@ -15,8 +15,10 @@ Checks (rows of the table):
 * which compat fixes are active (``mjlab_microduck.compat.report()``);
 * HIP runtime agreement: the ``libamdhip64.so`` files mapped into this process after torch and
   Warp both initialised; more than one distinct file means two HIP runtimes (``n/a`` off HIP);
-* the dynamic contact check (``mjlab_microduck.contact_check``; ``--no-contact-check`` skips);
-* optionally the IPC-event reuse probe (``--ipc-probe``; see :mod:`mjlab_microduck.probes`).
+* the dynamic contact check (``mjlab_microduck.runtime.contact_check``; ``--no-contact-check``
+  skips);
+* optionally the IPC-event reuse probe (``--ipc-probe``; see
+  :mod:`mjlab_microduck.runtime.ipc_probe`).
 
 Unsupported (exit 1, one line): torch is a ROCm build but Warp's device is not HIP (or the
 reverse); two different HIP runtimes loaded; ``--require-hip`` on a non-HIP machine; a failed
@@ -37,8 +39,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from mjlab_microduck import provenance
-from mjlab_microduck.probes import ipc_event
+from mjlab_microduck.runtime import ipc_probe as ipc_event
+from mjlab_microduck.runtime import provenance
 
 CheckStatus = Literal["ok", "info", "warn", "fail", "skip", "n/a"]
 
@@ -298,7 +300,7 @@ def _field(result: Any, *names: str) -> Any:
 def contact_check(device: str) -> Check:
     """The sphere-drop contact check (compat helper's ``run_contact_check``)."""
     try:
-        module = importlib.import_module("mjlab_microduck.contact_check")
+        module = importlib.import_module("mjlab_microduck.runtime.contact_check")
         run = module.run_contact_check
     except Exception as exc:
         return Check("contact check", "unavailable", "skip", provenance._one_line(exc))

@@ -10,7 +10,7 @@ Pass: at least one contact was seen during the run and the final height is withi
 
 Runs on any Warp device (``cpu``, ``cuda:0``; a HIP device with the ROCm fork). The compatibility
 hooks are installed first, so on ROCm this checks the *fixed* stack. ``frozen_broadphase=True``
-turns on the fault injection of :mod:`mjlab_microduck.faults` and must make the check fail.
+turns on the fault injection of :mod:`mjlab_microduck.compat.faults` and must make the check fail.
 
 CLI (``microduck-contact-check`` or ``scripts/check_rocm_contacts.py``)::
 
@@ -99,14 +99,15 @@ def simulate_drop(
     """Drop the sphere for ``steps`` steps on ``device`` and record every step.
 
     The compatibility hooks are installed first (idempotent). With ``frozen_broadphase`` the
-    fault of :mod:`mjlab_microduck.faults` is on for this drop only (unless it was already on).
+    fault of :mod:`mjlab_microduck.compat.faults` is on for this drop only (unless it was
+    already on).
     """
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     import mujoco
 
-    from mjlab_microduck import compat, faults
-    from mjlab_microduck.compat import _hook
+    from mjlab_microduck import compat
+    from mjlab_microduck.compat import _hook, faults
 
     compat.install_all()
     import mujoco_warp as mjw
@@ -142,7 +143,7 @@ def run_contact_check(
     device: str = "cpu", steps: int = DEFAULT_STEPS, frozen_broadphase: bool = False
 ) -> ContactCheckResult:
     """Drop the sphere for ``steps`` steps on ``device``; see the module docstring."""
-    from mjlab_microduck import faults
+    from mjlab_microduck.compat import faults
 
     fault_was_on = faults.is_enabled()
     trace = simulate_drop(device, steps, frozen_broadphase)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mjlab_microduck import records
+from mjlab_microduck.runs import records
 
 TOOL_TIMEOUT_S = 5.0
 UNKNOWN = "unknown"
@@ -128,7 +128,7 @@ def parse_rocminfo(text: str) -> tuple[str | None, str | None]:
     marketing = None
     if m:
         # The marketing name of the same agent follows its Name: line.
-        tail = text[m.end():]
+        tail = text[m.end() :]
         n = re.search(r"^\s*Marketing Name:\s*(.+?)\s*$", tail, re.MULTILINE)
         if n:
             marketing = n.group(1)
@@ -407,7 +407,7 @@ def cpu_model() -> str:
 
 def _profile_name(notes: list[str]) -> str | None:
     try:
-        from mjlab_microduck import profiles
+        from mjlab_microduck.jobs import profiles
 
         return profiles.current().name
     except Exception as exc:  # a bad MICRODUCK_PROFILE must not lose a finished measurement
@@ -496,7 +496,7 @@ def collect(
     """The provenance block of this machine (see the module docstring). Never raises for a tool.
 
     Args:
-        profile: profile name; default :func:`mjlab_microduck.profiles.current`'s.
+        profile: profile name; default :func:`mjlab_microduck.jobs.profiles.current`'s.
         command: accepted for interface symmetry; the command line is stored in the run record.
         device: the device the run used (``"cpu"``, ``"cuda:0"``); default the first GPU if
             torch sees one.
@@ -508,17 +508,21 @@ def collect(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m mjlab_microduck.provenance [--device D]``: print the block as JSON."""
+    """``python -m mjlab_microduck.runtime.provenance [--device D]``: print the block as JSON."""
     import argparse
     import json
 
-    parser = argparse.ArgumentParser(prog="python -m mjlab_microduck.provenance")
+    parser = argparse.ArgumentParser(prog="python -m mjlab_microduck.runtime.provenance")
     parser.add_argument("--device", default=None)
     parser.add_argument("--profile", default=None)
     args = parser.parse_args(argv)
     report = collect_report(profile=args.profile, device=args.device)
-    print(json.dumps({"provenance": report.provenance.model_dump(mode="json"),
-                      "notes": report.notes}, indent=2))
+    print(
+        json.dumps(
+            {"provenance": report.provenance.model_dump(mode="json"), "notes": report.notes},
+            indent=2,
+        )
+    )
     return 0
 
 

@@ -203,7 +203,7 @@ def device_name() -> str:
 
 
 def _cpu_model() -> str:
-    from mjlab_microduck.provenance import cpu_model
+    from mjlab_microduck.runtime.provenance import cpu_model
 
     return cpu_model()
 

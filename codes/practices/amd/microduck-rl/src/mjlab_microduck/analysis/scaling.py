@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from mjlab_microduck import records
+from mjlab_microduck.runs import records
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

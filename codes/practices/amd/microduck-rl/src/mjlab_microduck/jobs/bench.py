@@ -28,7 +28,7 @@ tests drive it with a fake clock and fake environments and assert exact values. 
 
 Honesty notes that the record repeats: on CUDA there is no cached broadphase list, so the
 "per-step broadphase" case is simply the stock path, and the frozen-broadphase fault
-(:mod:`mjlab_microduck.faults`) stands in for the ROCm cache as an *upper bound* of what that
+(:mod:`mjlab_microduck.compat.faults`) stands in for the ROCm cache as an *upper bound* of what that
 cache saved; the real fork's cache is measured only when this runs on HIP.
 
 No-op cases: importing this module does nothing; mjlab, torch and Warp are imported when a
@@ -53,7 +53,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from mjlab_microduck import records
+from mjlab_microduck.runs import records
 from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
 from mjlab_microduck.tasks.velocity import TASK_ID, UNGUARDED_TASK_ID
 
@@ -854,7 +854,7 @@ def fix_context(case: FixCase) -> Iterator[None]:
         finally:
             _hook.remove_graph_veto(EAGER_VETO)
     elif case.mode == "frozen_fault":
-        from mjlab_microduck import faults
+        from mjlab_microduck.compat import faults
 
         with faults.frozen_broadphase():
             yield
@@ -1197,7 +1197,7 @@ def _run_fixes(ctx: _Ctx) -> None:
                         raise RuntimeError("a graph was captured where eager stepping was asked")
                     stats = _measure_zero_action(ctx, env)
                     if case.mode == "frozen_fault":
-                        from mjlab_microduck import faults
+                        from mjlab_microduck.compat import faults
 
                         frozen_calls = faults.status().details.get("frozen_broadphase_calls", 0)
                         if not frozen_calls:
@@ -1292,12 +1292,12 @@ def run(request: BenchRequest, stream: TextIO | None = None) -> tuple[Path, reco
     ``failed`` and the error names each failed configuration, while everything that was
     measured is still written.
     """
-    from mjlab_microduck import provenance
+    from mjlab_microduck.runtime import provenance
 
     stream = stream or sys.stdout
     os.environ.setdefault("WANDB_MODE", "offline")
     run_dir = records.new_run_dir(request.out, request.name)
-    command = [sys.executable, "-m", "mjlab_microduck.bench", *request.cli_args()]
+    command = [sys.executable, "-m", "mjlab_microduck.jobs.bench", *request.cli_args()]
     record = records.RunRecord(
         run_id=run_dir.name,
         kind="bench",
@@ -1401,7 +1401,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def request_from_args(args: argparse.Namespace) -> BenchRequest:
     """Validated request from parsed arguments; raises ValueError with one clear line."""
-    from mjlab_microduck import profiles
+    from mjlab_microduck.jobs import profiles
 
     device = args.device or default_device()
     problem = check_device(device)

@@ -47,7 +47,7 @@ def read_scalars(event_dir: str | Path) -> pd.DataFrame:
 
 def export_csv(event_dir: str | Path, csv_path: str | Path) -> pd.DataFrame:
     """Read the scalars and write them atomically to ``csv_path``; returns the frame."""
-    from mjlab_microduck.records import atomic_write_text
+    from mjlab_microduck.runs.records import atomic_write_text
 
     frame = read_scalars(event_dir)
     atomic_write_text(csv_path, frame.to_csv())

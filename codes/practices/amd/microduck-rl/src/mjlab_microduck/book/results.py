@@ -3,7 +3,7 @@
 Problem it solves: chapters 3-5 must show every number from a run record, side by side with
 the run that produced it, without turning notebook cells into a second code base. This module
 finds the published records (``book/results/``), runs the package's training driver live with
-a short iteration log, finds the records ``python -m mjlab_microduck.recipe`` made on this
+a short iteration log, finds the records ``python -m mjlab_microduck.jobs.recipe`` made on this
 machine, and turns records into the reference chapter's tables and into matplotlib curves.
 Every table says which run, machine and profile produced each column; the R9700 figures of the
 original chapter are a labelled constant, never mixed up with this project's runs.
@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from mjlab_microduck import records
+from mjlab_microduck.runs import records
 
 if TYPE_CHECKING:  # heavy imports only for type checkers
     import pandas as pd
     from matplotlib.figure import Figure
 
-    from mjlab_microduck.train import TrainRequest
+    from mjlab_microduck.jobs.train import TrainRequest
 
 RESULTS_ENV_VAR = "MICRODUCK_RESULTS"
 """Folder of the published records (default: ``<repo>/book/results``)."""
@@ -170,7 +170,7 @@ def load_scalars(record: records.RunRecord, where: str | Path) -> pd.DataFrame:
 
 def load_run(where: str | Path) -> TrainingRun:
     """Read a training run folder (a local run or a published copy)."""
-    from mjlab_microduck.train import find_mjlab_log_dir
+    from mjlab_microduck.jobs.train import find_mjlab_log_dir
 
     where = Path(where)
     record = records.load_record(where)
@@ -290,13 +290,13 @@ class IterationLog:
 def run_live(
     request: TrainRequest, out: TextIO | None = None, headlines_only: bool = True
 ) -> TrainingRun:
-    """Run the package's driver (``mjlab_microduck.train.run``) and return the finished run.
+    """Run the package's driver (``mjlab_microduck.jobs.train.run``) and return the finished run.
 
     Prints the trainer's iteration log (headlines only, unless ``headlines_only=False``) and
     raises RuntimeError naming the record when the run did not end ``ok``: a chapter must not
     show tables of a failed run.
     """
-    from mjlab_microduck import train
+    from mjlab_microduck.jobs import train
 
     out = out or sys.stdout
     resume = f", resuming {request.resume_from.name}" if request.resume_from else ""

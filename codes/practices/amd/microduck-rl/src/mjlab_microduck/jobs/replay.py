@@ -289,7 +289,7 @@ def simulate(request: ReplayRequest, progress: bool = True):
     checkpoint = load_checkpoint(Path(request.checkpoint))
     cfg = _fixed_command_cfg(request)
     torch.manual_seed(request.seed)
-    from mjlab_microduck import faults
+    from mjlab_microduck.compat import faults
 
     fault = faults.frozen_broadphase() if request.frozen_broadphase else nullcontext()
     with fault:
@@ -376,7 +376,7 @@ def run(request: ReplayRequest, out_root: Path, name: str, progress: bool = True
     Returns ``(run_dir, record)``. Bad input raises :class:`ReplayError` before the directory
     is created.
     """
-    from mjlab_microduck import records
+    from mjlab_microduck.runs import records
 
     if not _RUN_NAME_RE.match(name):
         raise ReplayError(f"run name {name!r}: use letters, digits, '.', '_' and '-'")
@@ -404,7 +404,8 @@ def _write_run(
     started_iso: str,
     started: float,
 ):
-    from mjlab_microduck import provenance, records
+    from mjlab_microduck.runs import records
+    from mjlab_microduck.runtime import provenance
 
     records.atomic_write_text(run_dir / TRAJECTORY_FILENAME, trajectory.to_csv(index_label="frame"))
     artifacts = [records.artifact(run_dir / TRAJECTORY_FILENAME, run_dir, "trajectory")]

@@ -8,7 +8,7 @@ cells. This module
 * finds the published checkpoints of the training recipe in ``book/results`` from their run
   records (training runs of the guarded task without fault injection; the SHA-256 of every
   file is checked), and the recorded replays made with the book's protocol,
-* replays a checkpoint live through :func:`mjlab_microduck.replay.run` (records under
+* replays a checkpoint live through :func:`mjlab_microduck.jobs.replay.run` (records under
   ``logs/``, git-ignored) with the trainer's chatter kept out of the page,
 * turns replay summaries into the reference chapter's table (checkpoint, 4 s displacement,
   mean forward velocity, mean absolute velocity error, min trunk z, min upright, terminations,
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
-from mjlab_microduck import records
+from mjlab_microduck.runs import records
 from mjlab_microduck.tasks.velocity import DEFAULT_PRESET_TASK_ID, TASK_ID
 
 if TYPE_CHECKING:  # heavy imports only for type checkers
@@ -345,7 +345,7 @@ def replay_live(
     configuration warnings) is kept in :attr:`LiveReplay.log` instead of the page; errors are
     raised as usual.
     """
-    from mjlab_microduck import replay
+    from mjlab_microduck.jobs import replay
 
     request = replay.ReplayRequest(
         checkpoint=Path(checkpoint), task=task, frames=frames, seed=PROTOCOL_SEED,
@@ -392,7 +392,7 @@ def implied_fell_like_fraction(summary: Mapping[str, Any]) -> float | None:
     lowest trunk height and the lowest upright value are both above those limits, no frame can
     be. Used for the reference figures, which report the minima but not the fraction.
     """
-    from mjlab_microduck.replay import FELL_TRUNK_Z_M, FELL_UPRIGHT
+    from mjlab_microduck.jobs.replay import FELL_TRUNK_Z_M, FELL_UPRIGHT
 
     z, upright = summary.get("min_trunk_z_m"), summary.get("min_upright_proxy")
     if z is None or upright is None:

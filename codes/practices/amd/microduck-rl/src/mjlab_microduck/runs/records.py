@@ -563,8 +563,10 @@ def schema_text() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m mjlab_microduck.records {schema,validate,verify} ...``"""
-    parser = argparse.ArgumentParser(prog="python -m mjlab_microduck.records", description=__doc__)
+    """``python -m mjlab_microduck.runs.records {schema,validate,verify} ...``"""
+    parser = argparse.ArgumentParser(
+        prog="python -m mjlab_microduck.runs.records", description=__doc__
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p_schema = sub.add_parser("schema", help="print (or write) the RunRecord JSON schema")
     p_schema.add_argument("--output", type=Path, help="write here atomically instead of stdout")

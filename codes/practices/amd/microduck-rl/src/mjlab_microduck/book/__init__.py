@@ -1,0 +1,1 @@
+"""What only the book's notebooks use: results lookup, live runs, tables, plots and prose."""

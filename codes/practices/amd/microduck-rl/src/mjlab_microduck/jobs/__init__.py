@@ -1,0 +1,1 @@
+"""Work that writes run records: training, replay, the recipe and the benchmark."""
