@@ -94,8 +94,8 @@ def test_notebook_header_and_template(path: Path):
     nb = jupytext.read(path)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code, "a chapter must run some code"
-    assert "from mjlab_microduck import profiles" in code[0].source
-    assert "profiles.banner()" in code[0].source, "the first code cell must print the banner"
+    assert "from mjlab_microduck.book import header" in code[0].source
+    assert "header.banner()" in code[0].source, "the first code cell must print the banner"
 
     titles = re.findall(r"^# (.+)$", text, flags=re.M)
     assert len(titles) == 1, f"expected one title, found {titles}"

@@ -1,4 +1,5 @@
-"""compat package: install_all on import, idempotent, fully reversible, and a readable report."""
+"""compat package: install_all when the tasks load, idempotent, fully reversible, and a
+readable report."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import pandas as pd
 import pytest
 import warp as wp
 
-import mjlab_microduck  # noqa: F401  (importing the package installs the hooks)
+import mjlab_microduck.tasks  # noqa: F401  (hooks first, then task registration)
 from mjlab_microduck import compat
 from mjlab_microduck.compat import faults
 

@@ -2,7 +2,7 @@
 
 from types import SimpleNamespace
 
-import mjlab_microduck  # noqa: F401  (hooks installed: the warp.context alias mjlab reads)
+import mjlab_microduck.tasks  # noqa: F401  (hooks first, then task registration)
 from mjlab_microduck.compat import faults
 from mjlab_microduck.runtime import doctor
 

@@ -170,9 +170,9 @@ def test_fault_vetoes_mjlab_graph_capture_and_releases_it(monkeypatch):
     assert Simulation._should_use_cuda_graph(cuda_sim) is True
 
 
-def test_env_var_is_honoured_at_package_import():
+def test_env_var_is_honoured_when_the_tasks_load():
     code = (
-        "import json, mjlab_microduck\n"
+        "import json, mjlab_microduck.tasks\n"
         "from mjlab_microduck import compat\n"
         "print(json.dumps({s.fix: [s.active, s.details.get('mode')] for s in compat.report()}))\n"
     )

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from mjlab_microduck.book import plots, tables
+from mjlab_microduck.cli import main as cli_main
 from mjlab_microduck.runs import records
 
 REPO = Path(__file__).resolve().parents[1]
@@ -340,7 +342,7 @@ def test_records_table_one_row_per_record():
     b = make_record(run_id="b", kind="replay", provenance=make_provenance(backend="hip",
                     device_name="AMD Radeon AI PRO R9700", profile="full"),
                     summary={"done_count": 0})
-    table = records.records_table([a, b])
+    table = tables.records_table([a, b])
     assert list(table["run_id"]) == ["a", "b"]
     assert list(table.columns[:8]) == ["run_id", "kind", "status", "profile", "backend",
                                        "device", "date", "wall_seconds"]
@@ -349,7 +351,7 @@ def test_records_table_one_row_per_record():
     assert table.loc[1, "profile"] == "full"
     # a missing summary key is missing, never 0
     assert table["throughput"].isna().tolist() == [False, True]
-    only = records.records_table([a, b], summary_keys=["done_count"])
+    only = tables.records_table([a, b], summary_keys=["done_count"])
     assert list(only.columns[8:]) == ["done_count"]
 
 
@@ -363,16 +365,30 @@ def test_scalars_and_curves(tmp_path):
     rec = make_record(scalars_csv="scalars.csv")
     df = records.load_scalars(rec, tmp_path)
     assert list(df["mean_reward"]) == [0.1, 0.5, 1.2]
-    fig = records.plot_curves(df, ["mean_reward", "mean_episode_length"], title="t")
+    fig = plots.plot_curves(df, ["mean_reward", "mean_episode_length"], title="t")
     axes = fig.get_axes()
     assert len(axes) == 2
     assert list(axes[0].lines[0].get_ydata()) == [0.1, 0.5, 1.2]
     assert list(axes[1].lines[0].get_xdata()) == [0, 1, 2]
     assert axes[1].get_xlabel() == "iteration"
     with pytest.raises(ValueError, match="not_a_column"):
-        records.plot_curves(df, ["not_a_column"])
+        plots.plot_curves(df, ["not_a_column"])
     with pytest.raises(records.RecordError, match="no scalars_csv"):
         records.load_scalars(make_record(), tmp_path)
+
+
+def test_records_and_artifacts_are_world_readable(tmp_path):
+    """mkstemp makes 0600 files; whoever serves the book must be able to read what we write."""
+    old_umask = os.umask(0o022)
+    try:
+        written = [
+            records.write_record(make_record(), tmp_path / "run" / "record.json"),
+            records.atomic_write_text(tmp_path / "run" / "scalars.csv", "iteration\n0\n"),
+            records.atomic_copy(tmp_path / "run" / "scalars.csv", tmp_path / "copy.csv"),
+        ]
+    finally:
+        os.umask(old_umask)
+    assert [oct(p.stat().st_mode & 0o777) for p in written] == ["0o644"] * 3
 
 
 def test_find_records(tmp_path):
@@ -391,7 +407,7 @@ def test_published_schema_matches_the_model():
     published = REPO / "book" / "results" / "record.schema.json"
     assert published.read_text() == records.schema_text(), (
         "book/results/record.schema.json is stale: run "
-        "`python -m mjlab_microduck.runs.records schema --output book/results/record.schema.json`"
+        "`microduck records schema --output book/results/record.schema.json`"
     )
     schema = json.loads(published.read_text())
     assert schema["additionalProperties"] is False
@@ -407,9 +423,9 @@ def test_cli_validate_and_verify(tmp_path, capsys):
     data = valid_dict()
     data["provenance"]["backend"] = "gpu"
     write_json(bad / "record.json", data)
-    assert records.main(["validate", str(good)]) == 0
-    assert records.main(["verify", str(good)]) == 0
-    assert records.main(["validate", str(good), str(bad)]) == 1
+    assert cli_main(["records", "validate", str(good)]) == 0
+    assert cli_main(["records", "verify", str(good)]) == 0
+    assert cli_main(["records", "validate", str(good), str(bad)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "field 'provenance.backend'" in err[0]
 

@@ -10,7 +10,7 @@ import torch
 from mjlab.envs import ManagerBasedRlEnv
 from mjlab.tasks.registry import list_tasks
 
-import mjlab_microduck  # noqa: F401  (hooks + registration)
+import mjlab_microduck.tasks  # noqa: F401  (hooks first, then task registration)
 from mjlab_microduck.tasks.tuning import BOOK, GAIT_SLOW, STEPPING
 from mjlab_microduck.tasks.velocity import (
     TASK_ID,

@@ -18,6 +18,7 @@ import pytest
 import torch
 
 from mjlab_microduck.book.results import expected_checkpoints
+from mjlab_microduck.cli.train import main
 from mjlab_microduck.jobs import train
 from mjlab_microduck.jobs.train import (
     RESUME_SOURCE_DIR,
@@ -25,7 +26,6 @@ from mjlab_microduck.jobs.train import (
     TrainRequest,
     find_mjlab_log_dir,
     list_checkpoints,
-    main,
     publish,
     run,
     slim_checkpoint,
@@ -331,25 +331,34 @@ def test_summarize_on_hand_computed_values():
         (["--iterations", "0"], "--iterations must be at least 1"),
         (["--resume-from", "/no/such/dir/model_3.pt"], "no such checkpoint"),
         (["--resume-from", "{file}"], "not an rsl_rl checkpoint name (model_<iteration>.pt)"),
+        (["--device", "gpu0"], "device 'gpu0': expected cpu, cuda or cuda:N"),
+        (["--task", "Nope"], "--task 'Nope' is not a registered task"),
+        (["--name", "../escape"], "run name '../escape'"),
+        (["--num-envs", "many"], "--num-envs"),
     ],
 )
 def test_cli_bad_input_is_one_line_and_exit_2(argv, fragment, capsys, tmp_path):
     badly_named = tmp_path.parent / f"{tmp_path.name}_weights.pt"
     badly_named.write_bytes(b"")
     argv = [a.replace("{file}", str(badly_named)) for a in argv]
-    assert main([*argv, "--logs-root", str(tmp_path)]) == 2
+    assert main([*argv, "--logs-root", str(tmp_path / "logs")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("microduck-train: ") and fragment in err
-    assert not any(tmp_path.iterdir()), "bad input must not create a run directory"
+    assert err.count("\n") == 1 and err.startswith("microduck train: ") and fragment in err
+    assert not (tmp_path / "logs").exists(), "bad input must not create anything under logs/"
 
 
 def test_console_script_bad_input(tmp_path):
-    script = Path(sys.executable).with_name("microduck-train")
-    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "mjlab_microduck.jobs.train"]
-    proc = subprocess.run([*cmd, "--num-envs", "0", "--logs-root", str(tmp_path)],
+    """The installed ``microduck`` command (or, in a checkout not installed, its entry point)."""
+    script = Path(sys.executable).with_name("microduck")
+    cmd = [str(script)] if script.exists() else [
+        sys.executable, "-c", "from mjlab_microduck.cli import console_main; console_main()"]
+    proc = subprocess.run([*cmd, "train", "--device", "gpu0", "--logs-root", str(tmp_path / "l")],
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert proc.returncode == 2
-    assert proc.stderr.splitlines() == ["microduck-train: --num-envs must be at least 1"]
+    assert proc.stderr.splitlines() == [
+        "microduck train: device 'gpu0': expected cpu, cuda or cuda:N (ROCm torch also says cuda)"
+    ]
+    assert not (tmp_path / "l").exists()
 
 
 def test_the_issue_smoke_command_runs_on_cpu(tmp_path):

@@ -10,8 +10,10 @@ import pytest
 import tyro
 from mjlab.scripts.train import TrainConfig
 
-import mjlab_microduck  # noqa: F401  (task registration)
-from mjlab_microduck.jobs.train import TrainRequest, build_parser, main
+import mjlab_microduck.tasks  # noqa: F401  (hooks first, then task registration)
+from mjlab_microduck.cli._common import parse
+from mjlab_microduck.cli.train import main
+from mjlab_microduck.jobs.train import TrainRequest
 from mjlab_microduck.tasks.velocity import TASK_ID
 
 
@@ -54,8 +56,8 @@ def test_each_rank_gets_mjlabs_seed_and_device():
 
 
 def test_cli_accepts_a_gpu_list_and_rejects_garbage(capsys):
-    args = build_parser().parse_args(["--gpu-ids", "0,1"])
-    assert args.gpu_ids == "0,1"
+    parsed = parse(TrainRequest, ["--name", "t", "--gpu-ids", "0", "1"], "microduck train")
+    assert parsed.gpu_ids == (0, 1)
     assert main(["--gpu-ids", "zero,one", "--task", TASK_ID]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--gpu-ids" in err[0]
@@ -64,3 +66,8 @@ def test_cli_accepts_a_gpu_list_and_rejects_garbage(capsys):
 def test_bad_device_string_is_refused():
     with pytest.raises(ValueError, match="cpu, cuda or cuda:N"):
         TrainRequest(name="t", device="rocm0").mjlab_args()
+
+
+def test_a_default_request_trains_the_books_task():
+    # The request spells the id out so that building one does not load mjlab.
+    assert TrainRequest(name="t").task == TASK_ID

@@ -1,21 +1,21 @@
 """MicroDuck velocity task for mjlab, with the ROCm compatibility fixes used by the book.
 
-Importing the package does two things only (after choosing MuJoCo's offscreen GL backend), in
-this order: install the compatibility hooks
-(each acts only where its condition holds; see ``compat.report()``), then register the MicroDuck
-tasks with mjlab. The hooks come first because mjlab reads ``warp.context`` when the first
-simulation is built.
+Importing the package does nothing: it patches nothing, registers nothing and imports neither
+torch nor mjlab. The tasks register through mjlab's ``mjlab.tasks`` entry point, which imports
+:mod:`mjlab_microduck.tasks`; that module installs the compatibility hooks first. Code that
+needs the hooks without the tasks calls :func:`mjlab_microduck.compat.install_all`.
+
+Layers, each importing only the ones before it:
+
+========== =========================================================================
+robot      the robot built from published figures, and its mjlab entity config
+runs       run record schema, atomic storage, TensorBoard export (no torch, no mjlab)
+analysis   pure functions of records: summaries, acceptance rules, scaling, response
+compat     the run-time hooks for mjlab/Warp on ROCm, and the fault injection
+tasks      env and RL configs, tuning presets, MDP terms; registration with mjlab
+runtime    read-only machine facts: backend, provenance, doctor, contact check, probes
+jobs       work that writes records: train, replay, recipe, bench
+book       what only the notebooks use: results lookup, live runs, tables, plots, prose
+cli        the ``microduck`` command
+========== =========================================================================
 """
-
-from mjlab_microduck.compat import gl_backend as rendering
-
-# MuJoCo picks its GL backend when first imported, and the hooks below import it.
-rendering.choose_gl_backend()
-
-from mjlab_microduck import compat  # noqa: E402
-
-compat.install_all()
-
-from mjlab_microduck import tasks  # noqa: E402  (registration needs the hooks in place)
-
-__all__ = ["compat", "tasks"]

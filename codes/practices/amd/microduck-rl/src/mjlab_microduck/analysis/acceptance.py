@@ -8,35 +8,24 @@ cells. This module
 * finds the published checkpoints of the training recipe in ``book/results`` from their run
   records (training runs of the guarded task without fault injection; the SHA-256 of every
   file is checked), and the recorded replays made with the book's protocol,
-* replays a checkpoint live through :func:`mjlab_microduck.jobs.replay.run` (records under
-  ``logs/``, git-ignored) with the trainer's chatter kept out of the page,
 * turns replay summaries into the reference chapter's table (checkpoint, 4 s displacement,
   mean forward velocity, mean absolute velocity error, min trunk z, min upright, terminations,
   fell-like fraction),
 * states the acceptance rule and the best-checkpoint rule as functions of that table,
-* copies a replay video to where the HTML build publishes it (``book/_extra/media``, which
-  ``html_extra_path`` copies to the site root).
 
-The figures reported on a Radeon AI PRO R9700 in the original chapter are a labelled constant
-(:data:`REFERENCE_R9700_REPLAYS`), never mixed up with this project's replays.
-
-No-op cases: importing does nothing heavy; simulations run only in :func:`replay_live`.
+Live replays, sentences, videos and the reference figures are in
+:mod:`mjlab_microduck.book.acceptance`. Nothing here imports torch or mjlab.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import math
-import re
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
-from mjlab_microduck.runs import records
-from mjlab_microduck.tasks.velocity import DEFAULT_PRESET_TASK_ID, TASK_ID
+from mjlab_microduck.runs import names, records
 
 if TYPE_CHECKING:  # heavy imports only for type checkers
     import pandas as pd
@@ -51,45 +40,15 @@ WALK_FRACTION_OF_COMMAND = 0.5
 MIN_FORWARD_VELOCITY_MPS = WALK_FRACTION_OF_COMMAND * PROTOCOL_LIN_VEL_X
 
 # The recipe run chapters 5 and 6 read: the default preset's, trained under that preset's own
-# task ID, which its records keep. Both IDs build the same environment.
-RECIPE_TASK = DEFAULT_PRESET_TASK_ID
+# task ID (tasks.velocity.DEFAULT_PRESET_TASK_ID), which its records keep. Spelled out because
+# importing the tasks loads mjlab; a test checks that the two agree.
+RECIPE_TASK = "Mjlab-Velocity-Flat-MicroDuck-ForwardTrackingTuning"
 
-REFERENCE_LABEL = "reported on a Radeon AI PRO R9700 in the original chapter"
+# A frame looks fallen when the trunk is below this height or the upright proxy (world z of the
+# trunk's z axis: 1 upright, 0 on its side) below this value; the replay job counts such frames.
+FELL_TRUNK_Z_M = 0.08
+FELL_UPRIGHT = 0.35
 
-# Replay figures of the original chapter (seed facts, "Checkpoint replay"): 200 frames, seed 42,
-# lin_vel_x 0.15. They were reported on a Radeon AI PRO R9700 in the original chapter; they are
-# the yardstick, not results of this project. The fell-like fraction was recorded there but
-# not tabulated, hence None.
-REFERENCE_R9700_REPLAYS: tuple[dict[str, Any], ...] = (
-    {"checkpoint": "model_499.pt", "forward_displacement_m": 0.0234,
-     "mean_forward_velocity_mps": 0.0052, "mean_abs_velocity_error_mps": 0.1450,
-     "min_trunk_z_m": 0.1130, "min_upright_proxy": 0.9896, "done_count": 0},
-    {"checkpoint": "model_750.pt", "forward_displacement_m": 0.3251,
-     "mean_forward_velocity_mps": 0.0799, "mean_abs_velocity_error_mps": 0.0784,
-     "min_trunk_z_m": 0.1046, "min_upright_proxy": 0.9842, "done_count": 0},
-    {"checkpoint": "model_1000.pt", "forward_displacement_m": 0.2090,
-     "mean_forward_velocity_mps": 0.0515, "mean_abs_velocity_error_mps": 0.1047,
-     "min_trunk_z_m": 0.1062, "min_upright_proxy": 0.9925, "done_count": 0},
-    {"checkpoint": "model_1250.pt", "forward_displacement_m": 0.3015,
-     "mean_forward_velocity_mps": 0.0750, "mean_abs_velocity_error_mps": 0.0936,
-     "min_trunk_z_m": 0.1118, "min_upright_proxy": 0.9891, "done_count": 0},
-    {"checkpoint": "model_1498.pt", "forward_displacement_m": 0.1840,
-     "mean_forward_velocity_mps": 0.0454, "mean_abs_velocity_error_mps": 0.1097,
-     "min_trunk_z_m": 0.1114, "min_upright_proxy": 0.9924, "done_count": 0},
-)  # fmt: skip
-
-# The discarded experiment as the original chapter reports it (seed facts, "The discarded
-# experiment"), reported on a Radeon AI PRO R9700 in the original chapter.
-REFERENCE_R9700_DISCARDED: dict[str, Any] = {
-    "num_envs": 256,
-    "iterations": 500,
-    "reward_first": 1.0781,
-    "reward_last": 45.4360,
-    "episode_length_best": 886.71,
-    "nan_state": 0,
-    "replay_min_trunk_z_m": -78.45,  # after continuing to about iteration 1000
-    "stock_replay_terminations": 2,  # the same checkpoint, contacts fixed, 4 s
-}
 
 # The seed's table: column title -> replay summary key.
 TABLE_COLUMNS: dict[str, str] = {
@@ -103,10 +62,6 @@ TABLE_COLUMNS: dict[str, str] = {
 }
 VELOCITY_COLUMN = "mean forward velocity (m/s)"
 ERROR_COLUMN = "mean abs velocity error (m/s)"
-
-MEDIA_DIRNAME = "media"
-_CHECKPOINT_RE = re.compile(r"^model_(\d+)\.pt$")
-_RUN_STAMP_RE = re.compile(r"^\d{8}T\d{6}Z_")
 
 
 # ----------------------------------------------------------------------------- discovery
@@ -125,15 +80,8 @@ class PublishedCheckpoint:
     started_at: str
 
 
-def checkpoint_iteration(name: str) -> int | None:
-    """``model_750.pt`` -> 750; None for any other file name."""
-    match = _CHECKPOINT_RE.match(PurePath(name).name)
-    return int(match.group(1)) if match else None
-
-
-def _run_name(run_id: str) -> str:
-    """A run id without its timestamp prefix (``20261130T071555Z_train_500`` -> ``train_500``)."""
-    return _RUN_STAMP_RE.sub("", run_id)
+def _iteration_or_none(name: str) -> int | None:
+    return names.checkpoint_iteration(name) if names.is_checkpoint_name(name) else None
 
 
 def is_recipe_training(record: records.RunRecord, task: str = RECIPE_TASK) -> bool:
@@ -163,7 +111,7 @@ def published_checkpoints(
             continue
         records.verify_artifacts(record, where)
         for art in record.artifacts:
-            iteration = checkpoint_iteration(art.path)
+            iteration = _iteration_or_none(art.path)
             if art.kind != "checkpoint" or iteration is None:
                 continue
             candidates.append(
@@ -209,7 +157,7 @@ def replays_checkpoint(record: records.RunRecord, checkpoint: PublishedCheckpoin
     if loaded.name != checkpoint.name:
         return False
     folder = loaded.parent.name
-    run_name = _run_name(checkpoint.run_id)
+    run_name = names.run_name(checkpoint.run_id)
     return bool(folder) and (
         folder in (checkpoint.run, run_name) or checkpoint.run.endswith(f"_{folder}")
     )
@@ -278,7 +226,7 @@ def inventory(
     import pandas as pd
 
     by_name = {c.name: c for c in checkpoints}
-    names = sorted(set(by_name) | set(expected), key=lambda n: (checkpoint_iteration(n) or -1, n))
+    names = sorted(set(by_name) | set(expected), key=lambda n: (_iteration_or_none(n) or -1, n))
     rows = {}
     for name in names:
         ckpt = by_name.get(name)
@@ -299,70 +247,6 @@ def inventory(
 
 
 # ----------------------------------------------------------------------------- live replays
-
-
-@dataclass(frozen=True)
-class LiveReplay:
-    """One replay run in this process, with its record and the text it printed."""
-
-    label: str
-    run_dir: Path
-    record: records.RunRecord
-    seconds: float
-    log: str
-
-    @property
-    def summary(self) -> dict[str, Any]:
-        return dict(self.record.summary)
-
-    @property
-    def video(self) -> Path | None:
-        return RecordedReplay(self.run_dir, self.record).video
-
-    @property
-    def trajectory(self) -> pd.DataFrame:
-        return load_trajectory(self.run_dir, self.record)
-
-
-def replay_live(
-    checkpoint: str | Path,
-    out_root: str | Path,
-    name: str,
-    *,
-    label: str | None = None,
-    device: str = "cpu",
-    video: bool = False,
-    width: int = 320,
-    height: int = 240,
-    task: str = TASK_ID,
-    frozen_broadphase: bool = False,
-    frames: int = PROTOCOL_FRAMES,
-    quiet: bool = True,
-) -> LiveReplay:
-    """Replay ``checkpoint`` with the protocol's seed and command via :func:`replay.run`.
-
-    With ``quiet`` the environment's printed set-up (network layout, Warp module loads, mjlab
-    configuration warnings) is kept in :attr:`LiveReplay.log` instead of the page; errors are
-    raised as usual.
-    """
-    from mjlab_microduck.jobs import replay
-
-    request = replay.ReplayRequest(
-        checkpoint=Path(checkpoint), task=task, frames=frames, seed=PROTOCOL_SEED,
-        lin_vel_x=PROTOCOL_LIN_VEL_X, device=device, video=video, width=width, height=height,
-        frozen_broadphase=frozen_broadphase,
-    )  # fmt: skip
-    buffer = io.StringIO()
-    started = time.monotonic()
-    with contextlib.ExitStack() as stack:
-        if quiet:
-            stack.enter_context(contextlib.redirect_stdout(buffer))
-            stack.enter_context(contextlib.redirect_stderr(buffer))
-        run_dir, record = replay.run(request, Path(out_root), name, progress=False)
-    return LiveReplay(
-        label=label or Path(checkpoint).name, run_dir=run_dir, record=record,
-        seconds=time.monotonic() - started, log=buffer.getvalue(),
-    )  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- the table
@@ -392,37 +276,10 @@ def implied_fell_like_fraction(summary: Mapping[str, Any]) -> float | None:
     lowest trunk height and the lowest upright value are both above those limits, no frame can
     be. Used for the reference figures, which report the minima but not the fraction.
     """
-    from mjlab_microduck.jobs.replay import FELL_TRUNK_Z_M, FELL_UPRIGHT
-
     z, upright = summary.get("min_trunk_z_m"), summary.get("min_upright_proxy")
     if z is None or upright is None:
         return None
     return 0.0 if z >= FELL_TRUNK_Z_M and upright >= FELL_UPRIGHT else None
-
-
-def reference_rows() -> dict[str, dict[str, Any]]:
-    """The reference replays as summaries the rules accept; the fell-like fraction, which the
-    original chapter does not tabulate, is filled in only where the minima imply it."""
-    rows = {}
-    for row in REFERENCE_R9700_REPLAYS:
-        summary = dict(row)
-        summary["fell_like_fraction"] = implied_fell_like_fraction(row)
-        rows[row["checkpoint"]] = summary
-    return rows
-
-
-def reference_table() -> pd.DataFrame:
-    """The replay table reported on a Radeon AI PRO R9700 in the original chapter.
-
-    The fell-like fraction column says ``0 (implied by the minima)`` where that follows from
-    the reported minima; it is not a reported figure.
-    """
-    frame = replay_table(reference_rows()).astype(object)
-    column = "fell-like fraction"
-    frame[column] = [
-        "0 (implied by the minima)" if value == 0.0 else None for value in frame[column]
-    ]
-    return frame
 
 
 def device_comparison(
@@ -449,50 +306,6 @@ def device_comparison(
     if not parts:
         return pd.DataFrame(columns=list(TABLE_COLUMNS))
     return pd.concat(parts)
-
-
-def device_agreement_sentence(
-    live: Mapping[str, Mapping[str, Any]], recorded: Mapping[str, Mapping[str, Any]]
-) -> str:
-    """Whether two devices' replays of the same checkpoints agree, as a sentence.
-
-    Agreement is on the verdict (terminations, fell-like fraction, walking or not); the largest
-    absolute differences of the continuous metrics are quoted, not hidden.
-    """
-    common = [name for name in live if name in recorded]
-    if not common:
-        return "No checkpoint has a replay on both machines yet, so there is nothing to compare."
-
-    def outcome(summary: Mapping[str, Any]) -> tuple:
-        v = verdict(summary)
-        return (summary.get("done_count"), v.stable, v.walks)
-
-    disagree = [n for n in common if outcome(live[n]) != outcome(recorded[n])]
-    largest = {
-        title: max(abs(float(live[n][key]) - float(recorded[n][key])) for n in common)
-        for title, key in (
-            ("4 s displacement", "forward_displacement_m"),
-            ("mean forward velocity", "mean_forward_velocity_mps"),
-            ("min trunk z", "min_trunk_z_m"),
-        )
-    }
-    units = {"4 s displacement": "m", "mean forward velocity": "m/s", "min trunk z": "m"}
-    diffs = ", ".join(f"{v:.4f} {units[t]} in {t}" for t, v in largest.items())
-    n = len(common)
-    where = (
-        "the one checkpoint replayed on both machines"
-        if n == 1
-        else f"the {n} checkpoints replayed on both machines"
-    )
-    if disagree:
-        return (
-            f"On {where} the outcomes differ for {', '.join(disagree)}; the largest "
-            f"differences are {diffs}."
-        )
-    return (
-        f"On {where} the outcomes agree (the same number of terminations, the same stability "
-        f"and walking verdicts); the largest differences are {diffs}."
-    )
 
 
 # ----------------------------------------------------------------------------- the rules
@@ -561,7 +374,7 @@ def rank_checkpoints(
         s = rows[label]
         velocity = s.get("mean_forward_velocity_mps")
         error = s.get("mean_abs_velocity_error_mps")
-        iteration = checkpoint_iteration(label)
+        iteration = _iteration_or_none(label)
         return (
             not verdict(s, command_mps).stable,
             -(velocity if velocity is not None else -math.inf),
@@ -570,40 +383,6 @@ def rank_checkpoints(
         )
 
     return sorted(rows, key=key)
-
-
-def acceptance_sentence(
-    rows: Mapping[str, Mapping[str, Any]], command_mps: float = PROTOCOL_LIN_VEL_X
-) -> str:
-    """The outcome of the rules for a table, as one or two sentences for the page."""
-    if not rows:
-        return "No checkpoint was replayed, so none can be accepted."
-    ranking = rank_checkpoints(rows, command_mps)
-    best = ranking[0]
-    walkers = [name for name in ranking if verdict(rows[name], command_mps).walks]
-    threshold = WALK_FRACTION_OF_COMMAND * command_mps
-    single = len(ranking) == 1
-    if walkers:
-        if single:
-            return f"The only replayed checkpoint, {best}, walks and is accepted."
-        return (
-            f"{len(walkers)} of the {len(ranking)} replayed checkpoints walk "
-            f"({', '.join(walkers)}); the best, {best}, is accepted."
-        )
-    best_verdict = verdict(rows[best], command_mps)
-    subject = (
-        f"The only replayed checkpoint, {best},"
-        if single
-        else f"None of the {len(ranking)} replayed checkpoints walks; the best, {best},"
-    )
-    if best_verdict.stable:
-        velocity = rows[best].get("mean_forward_velocity_mps")
-        outcome = (
-            f"is stable but reaches only {velocity:.4f} m/s of the {threshold:.3f} m/s required."
-        )
-    else:
-        outcome = f"is {best_verdict.reason}."
-    return f"{subject} {outcome} The acceptance criterion is not met yet."
 
 
 # ----------------------------------------------------------------------------- presets
@@ -662,53 +441,3 @@ def preset_outcomes(results_root: str | Path) -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------- publishing media
-
-
-def media_dir(repo: str | Path) -> Path:
-    """``<repo>/book/_extra/media``: ``html_extra_path`` copies it to ``<site>/media``."""
-    return Path(repo) / "book" / "_extra" / MEDIA_DIRNAME
-
-
-def publish_video(src: str | Path, repo: str | Path, filename: str) -> str:
-    """Copy an MP4 where the HTML build publishes it; return its URL relative to a chapter page.
-
-    Chapter pages live one folder below the site root (``notebooks/06_replay.html``), so the
-    URL is ``../media/<filename>``. The copy is atomic.
-    """
-    if not filename.endswith(".mp4") or "/" in filename:
-        raise ValueError(f"{filename!r}: expected a plain file name ending in .mp4")
-    records.atomic_copy(src, media_dir(repo) / filename)
-    return f"../{MEDIA_DIRNAME}/{filename}"
-
-
-def video_html(url: str, width: int = 480, caption: str | None = None) -> str:
-    """A ``<video>`` element for an H.264 MP4 that every browser plays inline."""
-    figure = (
-        f'<video controls muted loop playsinline preload="metadata" width="{width}">'
-        f'<source src="{url}" type="video/mp4">'
-        f'Your browser cannot play this video: <a href="{url}">download it</a>.</video>'
-    )
-    if caption:
-        figure = f"<figure>{figure}<figcaption>{caption}</figcaption></figure>"
-    return figure
-
-
-def format_table(frame: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
-    """Round the float columns for display; counts stay integers, missing values say so."""
-    shown = frame.copy().astype(object)
-    for column in frame.columns:
-        for index, value in frame[column].items():
-            if value is None or (isinstance(value, float) and math.isnan(value)):
-                shown.at[index, column] = "not reported"
-            elif column == "terminations":
-                shown.at[index, column] = f"{value:g}"
-            elif isinstance(value, (int, float)):
-                # round first: a tiny negative difference would print as "-0.0000"
-                shown.at[index, column] = f"{round(value, digits) + 0.0:.{digits}f}"
-    return shown
-
-
-def seconds_text(values: Sequence[float]) -> str:
-    """``"7.9 s"`` or ``"7.6–8.3 s"`` for a list of durations."""
-    low, high = min(values), max(values)
-    return f"{low:.1f} s" if round(low, 1) == round(high, 1) else f"{low:.1f}–{high:.1f} s"

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from mjlab_microduck.book import reference
 from mjlab_microduck.runs import records
 
 if TYPE_CHECKING:  # heavy imports only for type checkers
@@ -35,40 +36,11 @@ RESULTS_ENV_VAR = "MICRODUCK_RESULTS"
 RECIPE_RESULTS_ENV_VAR = "MICRODUCK_RECIPE_RESULTS"
 """One results folder made by the recipe (default: the newest ``<repo>/logs/results/*``)."""
 
-REFERENCE_LABEL = "reported on a Radeon AI PRO R9700 in the original chapter"
-REFERENCE_MACHINE = "AMD Radeon AI PRO R9700 (hip)"
-
-# The reference figures of the original AMD chapter, copied from the book's reference facts
-# (shared/reference/seed-facts.md, "Training recipe and reported figures (R9700)"). They were
-# reported on a Radeon AI PRO R9700 in the original chapter; they are the yardstick this book
-# compares against, not results of this project, and are never shown without REFERENCE_LABEL.
-# None marks a figure the original chapter did not report.
-REFERENCE_R9700: dict[str, Any] = {
-    "smoke": (
-        {"num_envs": 64, "iterations": 5, "transitions": 7_680, "throughput_last": 1_033,
-         "nan_state": 0.0, "below_ground": None, "fell_over_last": 1.9583},
-        {"num_envs": 256, "iterations": 5, "transitions": 30_720, "throughput_last": 3_741,
-         "nan_state": 0.0, "below_ground": None, "fell_over_last": 7.3333},
-    ),
-    "train_500": {
-        "num_envs": 256, "iterations": 500, "transitions": 3_072_000,
-        "wall_time_first_to_last_s": 803.0,
-        "reward": (0.0474, 5.3664, 5.5925),
-        "episode_length": (20.00, 93.06, 96.03),
-        "throughput": (3_991, 4_301),
-        "nan_state_nonzero_iterations": 0, "below_ground_nonzero_iterations": None,
-    },
-    "resume_1500": {
-        "num_envs": 256, "iterations": (500, 1000), "numbering": ("0-499", "499-1498"),
-        "transitions": (3_072_000, 6_144_000),
-        "wall_time_first_to_last_s": (803.0, 1412.2),
-        "reward": (0.7702, 59.0012, 62.2754),
-        "episode_length": (13.86, 764.85, 856.74),
-        "throughput": (5_275, 5_517),
-        "nan_state_nonzero_iterations": 0, "below_ground_nonzero_iterations": 0,
-        "last_checkpoint": "model_1498.pt",
-    },
-}  # fmt: skip
+# The figures reported on a Radeon AI PRO R9700 in the original chapter (book/reference.py):
+# the yardstick this book compares against, never shown without REFERENCE_LABEL.
+REFERENCE_LABEL = reference.LABEL
+REFERENCE_MACHINE = reference.MACHINE
+REFERENCE_R9700: dict[str, Any] = reference.FIGURES
 
 # The published recipe run chapters 4 to 6 read: the default preset's (``tasks.tuning``), both
 # stages. Runs of the other presets are published beside it as ``h200_<preset>_...``.

@@ -5,18 +5,26 @@ editing files in site-packages. To keep that safe each change is recorded as a :
 (an attribute replaced on a module or class) or an :class:`EnvDefault` (an environment variable
 set only because it was missing), so that ``uninstall()`` can put back exactly what was there.
 
-Detection is by feature only: a Warp device's ``is_hip`` attribute, ``torch.version.hip`` and the
-Warp version string. GPU product names are never consulted.
+Detection is by feature only and lives in :mod:`mjlab_microduck.runtime.backend` (a module that
+imports nothing from the package); the names are re-exported here for the hooks.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
+
+from mjlab_microduck.runtime.backend import (  # noqa: F401  (the hooks read them from here)
+    PlatformFacts,
+    describe_device,
+    device_is_cuda,
+    device_is_hip,
+    platform_facts,
+)
 
 # Marker attribute put on every wrapper function we install, holding the fix name. It lets an
 # install step recognise its own wrapper (idempotency) even after a module reload.
@@ -44,6 +52,11 @@ def _own_attribute(owner: Any, name: str) -> Any:
     inherited method reads as missing and reverting restores inheritance)."""
     if isinstance(owner, type):
         return owner.__dict__.get(name, _MISSING)
+    own = getattr(owner, "__dict__", None)
+    if own is not None and not isinstance(owner, ModuleType):
+        # An instance: a method found on its class is not its own, so reverting deletes the
+        # instance attribute and the class's method shows through again.
+        return own.get(name, _MISSING)
     return getattr(owner, name, _MISSING)
 
 
@@ -98,6 +111,10 @@ class PatchSet:
         self.patches.append(patch)
         return patch
 
+    def wrap(self, owner: Any, name: str, make: Callable[[Any], Any]) -> Patch:
+        """Replace ``owner.name`` by ``make(current value)``."""
+        return self.replace(owner, name, make(getattr(owner, name)))
+
     def env_default(self, name: str, value: str) -> EnvDefault | None:
         if name in os.environ:
             return None
@@ -147,81 +164,6 @@ def current_warp_device() -> Any:
     import warp as wp
 
     return wp.get_device()
-
-
-def device_is_hip(device: Any) -> bool:
-    """True for a Warp device of the ROCm fork that runs on HIP. Upstream Warp devices have no
-    ``is_hip`` attribute at all, which reads as False."""
-    return bool(getattr(device, "is_hip", False))
-
-
-def device_is_cuda(device: Any) -> bool:
-    return bool(getattr(device, "is_cuda", False))
-
-
-def describe_device(device: Any) -> str:
-    alias = getattr(device, "alias", None) or str(device)
-    kind = "hip" if device_is_hip(device) else "cuda" if device_is_cuda(device) else "cpu"
-    return f"{alias} ({kind})"
-
-
-@dataclass(frozen=True)
-class PlatformFacts:
-    """Feature facts about the installed stack, read without initialising any GPU runtime."""
-
-    warp_version: str | None
-    warp_is_rocm_build: bool
-    torch_hip_version: str | None
-    hip_devices: tuple[str, ...]
-
-    @property
-    def hip(self) -> bool:
-        return (
-            self.warp_is_rocm_build or self.torch_hip_version is not None or bool(self.hip_devices)
-        )
-
-    def summary(self) -> str:
-        return (
-            f"warp {self.warp_version} (ROCm build: {self.warp_is_rocm_build}), "
-            f"torch.version.hip={self.torch_hip_version}, "
-            f"HIP Warp devices={list(self.hip_devices) or 'none seen'}"
-        )
-
-
-def platform_facts() -> PlatformFacts:
-    """Collect HIP evidence. Never calls ``wp.init()``: it only lists devices when Warp's
-    runtime is already initialised, so importing the package stays quiet and fast."""
-    warp_version: str | None = None
-    hip_devices: list[str] = []
-    warp = sys.modules.get("warp")
-    if warp is None:
-        try:
-            import warp  # noqa: F811
-        except ImportError:
-            warp = None
-    if warp is not None:
-        warp_version = getattr(warp, "__version__", None)
-        context = sys.modules.get(f"{warp.__name__}._src.context") or getattr(warp, "context", None)
-        runtime = getattr(context, "runtime", None) if context is not None else None
-        for device in getattr(runtime, "cuda_devices", None) or []:
-            if device_is_hip(device):
-                hip_devices.append(str(getattr(device, "alias", device)))
-    torch_hip: str | None = None
-    torch = sys.modules.get("torch")
-    if torch is None:
-        try:
-            import torch  # noqa: F811
-        except ImportError:
-            torch = None
-    if torch is not None:
-        torch_hip = getattr(getattr(torch, "version", None), "hip", None)
-    return PlatformFacts(
-        warp_version=warp_version,
-        # The ROCm fork publishes versions such as "1.13.0+rocm.0".
-        warp_is_rocm_build="+rocm" in (warp_version or ""),
-        torch_hip_version=torch_hip,
-        hip_devices=tuple(hip_devices),
-    )
 
 
 # --- mjlab graph-capture vetoes -----------------------------------------------------------------

@@ -53,7 +53,11 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+import numpy as np
+
+from mjlab_microduck.compat import _hook
 from mjlab_microduck.runs import records
+from mjlab_microduck.runtime import backend as backend_of
 from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
 from mjlab_microduck.tasks.velocity import TASK_ID, UNGUARDED_TASK_ID
 
@@ -79,19 +83,6 @@ def _no_sync() -> None:
 # ============================================================================ statistics
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0-100) with linear interpolation, as ``numpy.percentile``."""
-    if not values:
-        raise ValueError("percentile of no values")
-    if not 0.0 <= q <= 100.0:
-        raise ValueError(f"percentile {q} is outside 0..100")
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * q / 100.0
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
 @dataclass(frozen=True)
 class Stats:
     """Median and spread of one measurement's repeats."""
@@ -110,11 +101,12 @@ class Stats:
             raise ValueError("no samples to summarise")
         if not all(math.isfinite(v) for v in values):
             raise ValueError(f"non-finite sample in {values}")
+        p25, median, p75 = (float(q) for q in np.percentile(values, [25, 50, 75]))
         return cls(
             n=len(values),
-            median=percentile(values, 50),
-            p25=percentile(values, 25),
-            p75=percentile(values, 75),
+            median=median,
+            p25=p25,
+            p75=p75,
             min=min(values),
             max=max(values),
         )
@@ -287,36 +279,12 @@ class IterationTimer:
         self._start, self._collected, self._learned = now, None, None
 
 
-class _Patches:
-    """Attribute replacements on objects (instances, modules), undone exactly in reverse."""
-
-    def __init__(self) -> None:
-        self._undo: list[tuple[Any, str, bool, Any]] = []
-
-    def replace(self, owner: Any, name: str, new: Any) -> None:
-        own = vars(owner) if hasattr(owner, "__dict__") else {}
-        had_own = name in own
-        self._undo.append((owner, name, had_own, own.get(name)))
-        setattr(owner, name, new)
-
-    def wrap(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
-        self.replace(owner, name, make(getattr(owner, name)))
-
-    def restore(self) -> None:
-        while self._undo:
-            owner, name, had_own, old = self._undo.pop()
-            if had_own:
-                setattr(owner, name, old)
-            else:
-                delattr(owner, name)  # the class attribute shows through again
-
-
 @contextlib.contextmanager
 def instrument_training(runner: Any, timer: IterationTimer) -> Iterator[None]:
     """Hook ``timer`` into an rsl_rl runner's ``learn`` loop; checkpoint saving is switched off
     (writing checkpoints and ONNX exports is not what is being measured)."""
     alg, logger = runner.alg, runner.logger
-    patches = _Patches()
+    patches = _hook.PatchSet()
 
     def hook_compute_returns(original: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(original)
@@ -345,7 +313,7 @@ def instrument_training(runner: Any, timer: IterationTimer) -> Iterator[None]:
     try:
         yield
     finally:
-        patches.restore()
+        patches.revert_all()
 
 
 def measure_training(
@@ -463,7 +431,7 @@ def measure_breakdown(
     timer = SectionTimer(clock, sync)
     roots = {"env": env, "runner": runner}
     missing: list[str] = []
-    patches = _Patches()
+    patches = _hook.PatchSet()
     try:
         for component in components:
             for path, method in component.targets:
@@ -478,7 +446,7 @@ def measure_breakdown(
             runner, iterations=iterations, warmup=warmup, clock=clock, sync=sync, sections=timer
         )
     finally:
-        patches.restore()
+        patches.revert_all()
     return samples, missing
 
 
@@ -682,29 +650,6 @@ def derived_ratios(rows: Sequence[Row]) -> dict[str, float]:
 # ============================================================================ device helpers
 
 
-def check_device(device: str) -> str | None:
-    """None when ``device`` is usable here, else one line saying why not."""
-    if device == "cpu":
-        return None
-    match = re.fullmatch(r"cuda(?::(\d+))?", device)
-    if not match:
-        return f"--device {device!r}: expected cpu, cuda or cuda:N (ROCm torch also says cuda)"
-    import torch
-
-    if not torch.cuda.is_available():
-        return f"--device {device}: torch sees no GPU on this machine (use --device cpu)"
-    index = int(match.group(1) or 0)
-    if index >= torch.cuda.device_count():
-        return f"--device {device}: only {torch.cuda.device_count()} GPU(s) visible"
-    return None
-
-
-def default_device() -> str:
-    import torch
-
-    return "cuda:0" if torch.cuda.is_available() else "cpu"
-
-
 def device_sync(device: str) -> Sync:
     """Wait for Warp's and torch's queued work on ``device`` (they may use different streams)."""
     if not device.startswith("cuda"):
@@ -717,17 +662,6 @@ def device_sync(device: str) -> Sync:
         torch.cuda.synchronize(device)
 
     return sync
-
-
-def device_backend(device: str) -> str:
-    """``cpu``, ``cuda`` or ``hip`` for the Warp device behind ``device`` (feature check)."""
-    if not device.startswith("cuda"):
-        return "cpu"
-    import warp as wp
-
-    from mjlab_microduck.compat import _hook
-
-    return "hip" if _hook.device_is_hip(wp.get_device(device)) else "cuda"
 
 
 @dataclass(frozen=True)
@@ -846,8 +780,6 @@ def fix_context(case: FixCase) -> Iterator[None]:
     if case.mode == "stock":
         yield
     elif case.mode == "veto_graph":
-        from mjlab_microduck.compat import _hook
-
         _hook.add_graph_veto(EAGER_VETO, lambda sim: "benchmark: eager stepping measured")
         try:
             yield
@@ -1176,7 +1108,7 @@ def _broadphase_fix_active() -> bool:
 
 def _run_fixes(ctx: _Ctx) -> None:
     req = ctx.request
-    backend = device_backend(req.device)
+    backend = backend_of.warp_backend(req.device)
     cases, skipped = fix_plan(backend, _broadphase_fix_active())
     ctx.results.extra["fixes.backend"] = backend
     for name, reason in skipped.items():
@@ -1401,12 +1333,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def request_from_args(args: argparse.Namespace) -> BenchRequest:
     """Validated request from parsed arguments; raises ValueError with one clear line."""
-    from mjlab_microduck.jobs import profiles
+    from mjlab_microduck.runtime import profiles
 
-    device = args.device or default_device()
-    problem = check_device(device)
-    if problem:
-        raise ValueError(problem)
+    device = backend_of.check_device(args.device or backend_of.default_device())
     sections = tuple(s.strip() for s in args.sections.split(",") if s.strip())
     unknown = [s for s in sections if s not in SECTIONS]
     if unknown or not sections:
@@ -1466,7 +1395,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         print(f"microduck-bench: {err}", file=sys.stderr)
         return 2
-    import mjlab_microduck  # noqa: F401  (compat hooks + task registration)
+    import mjlab_microduck.tasks  # noqa: F401  (hooks first, then task registration)
 
     if request.task not in _registered_tasks():
         print(f"microduck-bench: --task {request.task!r} is not a registered task", file=sys.stderr)

@@ -18,9 +18,10 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from mjlab_microduck.jobs import profiles
-from mjlab_microduck.jobs.train import TrainRequest, checkpoint_iteration, publish, run
+from mjlab_microduck.jobs.train import TrainRequest, publish, run
 from mjlab_microduck.runs import records
+from mjlab_microduck.runs.names import checkpoint_iteration
+from mjlab_microduck.runtime import profiles
 from mjlab_microduck.tasks.velocity import TASK_ID, TUNING_OF_TASK, UNGUARDED_TASK_ID
 
 ALL_STAGES = ("smoke", "main", "resume", "experiment", "replay", "diagnostics", "bench")

@@ -22,29 +22,27 @@ them off there and keeps them on with EGL.
 from __future__ import annotations
 
 import argparse
-import io
 import math
 import os
 import re
 import shutil
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-FELL_TRUNK_Z_M = 0.08
-FELL_UPRIGHT = 0.35
+from mjlab_microduck.analysis.acceptance import FELL_TRUNK_Z_M, FELL_UPRIGHT
+from mjlab_microduck.runs import names
+from mjlab_microduck.runtime import backend
+from mjlab_microduck.runtime.capture import held_output
+
 TRAJECTORY_FILENAME = "trajectory.csv"
 VIDEO_FILENAME = "replay.mp4"
 GIF_FILENAME = "replay.gif"
-# records.new_run_dir's rule, checked before the replay runs instead of after it.
-_RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 class ReplayError(Exception):
@@ -174,20 +172,6 @@ def shadows_enabled(request: ReplayRequest) -> bool:
     return os.environ.get("MUJOCO_GL", "").lower() != "osmesa"
 
 
-def _check_device(device: str) -> None:
-    import torch
-
-    if device == "cpu":
-        return
-    if not re.fullmatch(r"cuda(:\d+)?", device):
-        raise ReplayError(f"device {device!r}: expected cpu, cuda or cuda:N")
-    if not torch.cuda.is_available():
-        raise ReplayError(f"device {device!r}: torch sees no GPU on this machine")
-    index = int(device.partition(":")[2] or 0)
-    if index >= torch.cuda.device_count():
-        raise ReplayError(f"device {device!r}: only {torch.cuda.device_count()} GPU(s) visible")
-
-
 def validate(request: ReplayRequest) -> None:
     """Reject bad input that can be seen without building the environment (one line each).
 
@@ -198,7 +182,10 @@ def validate(request: ReplayRequest) -> None:
         raise ReplayError(f"frames must be at least 1 (got {request.frames})")
     if request.video and (request.width < 16 or request.height < 16):
         raise ReplayError(f"video size {request.width}x{request.height}: at least 16x16")
-    _check_device(request.device)
+    try:
+        backend.check_device(request.device)
+    except backend.DeviceError as err:
+        raise ReplayError(str(err)) from None
 
 
 def _fixed_command_cfg(request: ReplayRequest):
@@ -241,43 +228,6 @@ def _policy(env, task: str, checkpoint: dict, checkpoint_path: Path, device: str
     return runner.get_inference_policy(device=device)
 
 
-@contextmanager
-def _setup_stderr_dropped_on_bad_input() -> Iterator[None]:
-    """Hold what building the environment writes to stderr; drop it if the input was bad.
-
-    mjlab warns about its own configuration and Warp reports a missing CUDA driver while the
-    environment is built. After a successful set-up that text is passed on unchanged (before
-    the progress bar starts); when set-up ends in a :class:`ReplayError` (a checkpoint whose
-    shapes do not fit the task) it is dropped, so bad input reads as the single line the CLI
-    prints. Both Python's ``sys.stderr`` and file descriptor 2 (Warp's C code) are held.
-    """
-    sys.stderr.flush()
-    held_python = io.StringIO()
-    held_fd = tempfile.TemporaryFile()
-    try:
-        saved_fd: int | None = os.dup(2)
-        os.dup2(held_fd.fileno(), 2)
-    except OSError:  # no usable fd 2 (an embedding host): hold the Python stream only
-        saved_fd = None
-    real_stderr, sys.stderr = sys.stderr, held_python
-    bad_input = False
-    try:
-        yield
-    except ReplayError:
-        bad_input = True
-        raise
-    finally:
-        sys.stderr = real_stderr
-        if saved_fd is not None:
-            os.dup2(saved_fd, 2)
-            os.close(saved_fd)
-        if not bad_input:
-            held_fd.seek(0)
-            real_stderr.write(held_fd.read().decode(errors="replace") + held_python.getvalue())
-            real_stderr.flush()
-        held_fd.close()
-
-
 def simulate(request: ReplayRequest, progress: bool = True):
     """Run the replay; returns (trajectory frame, rgb frames, control dt)."""
     import torch
@@ -293,7 +243,9 @@ def simulate(request: ReplayRequest, progress: bool = True):
 
     fault = faults.frozen_broadphase() if request.frozen_broadphase else nullcontext()
     with fault:
-        with _setup_stderr_dropped_on_bad_input():
+        # What mjlab and Warp print while the env is built is passed on after a good set-up and
+        # dropped when the checkpoint does not fit, so bad input reads as one line.
+        with held_output((2,), echo=True) as setup_output:
             env = ManagerBasedRlEnv(
                 cfg=cfg, device=request.device, render_mode="rgb_array" if request.video else None
             )
@@ -302,6 +254,10 @@ def simulate(request: ReplayRequest, progress: bool = True):
                 policy = _policy(
                     wrapped, request.task, checkpoint, Path(request.checkpoint), request.device
                 )
+            except ReplayError:
+                setup_output.discard()
+                env.close()
+                raise
             except BaseException:
                 env.close()
                 raise
@@ -378,8 +334,10 @@ def run(request: ReplayRequest, out_root: Path, name: str, progress: bool = True
     """
     from mjlab_microduck.runs import records
 
-    if not _RUN_NAME_RE.match(name):
-        raise ReplayError(f"run name {name!r}: use letters, digits, '.', '_' and '-'")
+    try:  # records.new_run_dir's rule, checked before the replay runs instead of after it
+        names.check_run_name(name)
+    except ValueError as err:
+        raise ReplayError(str(err)) from None
     started_iso, started = records.utc_now_iso(), time.monotonic()
     trajectory, images, dt = simulate(request, progress=progress)
     metrics = compute_metrics(trajectory, (request.lin_vel_x, request.lin_vel_y), dt)
@@ -466,7 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    import mjlab_microduck  # noqa: F401  (GL backend, hooks, task registration)
+    import mjlab_microduck.tasks  # noqa: F401  (hooks first, then task registration)
 
     request = ReplayRequest(
         checkpoint=args.checkpoint, task=args.task, frames=args.frames, seed=args.seed,

@@ -15,7 +15,6 @@ weights and observation normaliser, no optimiser state) into ``book/results/``.
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import os
@@ -29,14 +28,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from mjlab_microduck.runs import records
-from mjlab_microduck.tasks.rl_cfg import EXPERIMENT_NAME, STEPS_PER_ENV
-from mjlab_microduck.tasks.velocity import TASK_ID, TUNING_OF_TASK
+from mjlab_microduck.runs import names, records
+from mjlab_microduck.runs.names import checkpoint_iteration, is_checkpoint_name
+from mjlab_microduck.runtime import backend
 
 RESUME_SOURCE_DIR = "resume_source"
 TRAIN_LOG = "train.log"
 FAULT_ENV = "MICRODUCK_FAULT_FROZEN_BROADPHASE"
-_CHECKPOINT_RE = re.compile(r"^model_(\d+)\.pt$")
 
 
 @dataclass
@@ -44,7 +42,9 @@ class TrainRequest:
     """One training run, in the terms the book uses."""
 
     name: str
-    task: str = TASK_ID
+    # tasks.velocity.TASK_ID, spelled out: importing the tasks loads mjlab, which a request
+    # (and ``microduck train --help``) must not wait for. A test checks that the two agree.
+    task: str = "Mjlab-Velocity-Flat-MicroDuck"
     num_envs: int = 64
     iterations: int = 5
     seed: int = 42
@@ -59,11 +59,26 @@ class TrainRequest:
     """Several GPUs of one host: mjlab launches one process per GPU (torchrunx) and seeds
     rank r with ``seed + r``. None means the single device in ``device``."""
 
+    def check(self) -> TrainRequest:
+        """Refuse what can be seen without torch or mjlab (``ValueError``, one line)."""
+        names.check_run_name(self.name)
+        backend.parse_device(self.device)
+        for flag, value in (
+            ("--num-envs", self.num_envs),
+            ("--iterations", self.iterations),
+            ("--save-interval", self.save_interval),
+        ):
+            if value < 1:
+                raise ValueError(f"{flag} must be at least 1")
+        if self.gpu_ids is not None and any(g < 0 for g in self.gpu_ids):
+            raise ValueError(f"--gpu-ids {list(self.gpu_ids)}: GPU indices are 0 or more")
+        return self
+
     def gpu_list(self) -> list[int] | None:
         """The GPUs mjlab gets (``--gpu-ids``); None trains on the CPU."""
         if self.gpu_ids:
             return list(self.gpu_ids)
-        return None if self.device == "cpu" else [_cuda_index(self.device)]
+        return None if self.device == "cpu" else [backend.cuda_index(self.device)]
 
     def ranks(self) -> list[dict]:
         """One entry per training process, as mjlab will start them (rank = local rank)."""
@@ -100,13 +115,6 @@ class TrainRequest:
         return args + list(self.extra_args)
 
 
-def _cuda_index(device: str) -> int:
-    match = re.fullmatch(r"cuda(?::(\d+))?", device)
-    if not match:
-        raise ValueError(f"device {device!r}: expected cpu, cuda or cuda:N")
-    return int(match.group(1) or 0)
-
-
 def _rank_provenance(request: TrainRequest) -> list[dict]:
     """Per-rank seed and device facts. Only the run's first device gets the full provenance
     block; with several GPUs each rank's device name, architecture and runtime are added."""
@@ -129,21 +137,13 @@ def _rank_provenance(request: TrainRequest) -> list[dict]:
     return out
 
 
-def checkpoint_iteration(path: str | Path) -> int:
-    """The iteration number rsl_rl put in a checkpoint's file name (model_499.pt -> 499)."""
-    match = _CHECKPOINT_RE.match(Path(path).name)
-    if not match:
-        raise ValueError(f"{path}: not an rsl_rl checkpoint name (model_<iteration>.pt)")
-    return int(match.group(1))
-
-
 def list_checkpoints(log_dir: str | Path) -> list[Path]:
     """Checkpoints of one mjlab log directory, in iteration order."""
-    found = [p for p in Path(log_dir).glob("model_*.pt") if _CHECKPOINT_RE.match(p.name)]
+    found = [p for p in Path(log_dir).glob("model_*.pt") if is_checkpoint_name(p)]
     return sorted(found, key=checkpoint_iteration)
 
 
-def summarize(scalars: pd.DataFrame, num_envs: int, steps_per_env: int = STEPS_PER_ENV) -> dict:
+def summarize(scalars: pd.DataFrame, num_envs: int, steps_per_env: int | None = None) -> dict:
     """The reference chapter's training table, computed from exported scalars.
 
     ``transitions`` counts env steps collected by this run only (iterations x envs x steps).
@@ -156,6 +156,8 @@ def summarize(scalars: pd.DataFrame, num_envs: int, steps_per_env: int = STEPS_P
     summary["iterations"] = iterations
     summary["first_iteration"] = int(scalars.index.min()) if iterations else None
     summary["last_iteration"] = int(scalars.index.max()) if iterations else None
+    if steps_per_env is None:
+        from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV as steps_per_env
     summary["transitions"] = iterations * num_envs * steps_per_env
 
     def first_last_best(column: str, key: str) -> None:
@@ -189,6 +191,8 @@ def summarize(scalars: pd.DataFrame, num_envs: int, steps_per_env: int = STEPS_P
 
 def find_mjlab_log_dir(run_dir: Path) -> Path:
     """The single log directory mjlab created inside ``run_dir`` (not the resume source)."""
+    from mjlab_microduck.tasks.rl_cfg import EXPERIMENT_NAME
+
     root = run_dir / "logs" / "rsl_rl" / EXPERIMENT_NAME
     candidates = [p for p in root.glob("*") if p.is_dir() and p.name != RESUME_SOURCE_DIR]
     if len(candidates) != 1:
@@ -200,6 +204,8 @@ def _stage_resume(run_dir: Path, checkpoint: Path, device: str = "cpu") -> None:
     if not checkpoint.is_file():
         raise FileNotFoundError(f"{checkpoint}: resume checkpoint does not exist")
     checkpoint_iteration(checkpoint)
+    from mjlab_microduck.tasks.rl_cfg import EXPERIMENT_NAME
+
     source = run_dir / "logs" / "rsl_rl" / EXPERIMENT_NAME / RESUME_SOURCE_DIR
     source.mkdir(parents=True)
     staged = source / checkpoint.name
@@ -226,10 +232,36 @@ def save_torch_atomic(data: object, dst: str | Path) -> Path:
     return records.atomic_write_bytes(dst, buffer.getvalue())
 
 
+def validate(request: TrainRequest) -> TrainRequest:
+    """Everything :meth:`TrainRequest.check` refuses, plus a device this machine lacks, a task
+    mjlab does not know and a missing or misnamed checkpoint; ``ValueError`` with one line.
+
+    Nothing is created: the command line calls this before :func:`run` makes the run folder.
+    """
+    request.check()
+    backend.check_device(request.device)
+    from mjlab.tasks.registry import list_tasks  # importing mjlab loads the MicroDuck tasks
+
+    if request.task not in list_tasks():
+        raise ValueError(f"--task {request.task!r} is not a registered task")
+    if request.resume_from is not None:
+        if not Path(request.resume_from).is_file():
+            raise ValueError(f"--resume-from {request.resume_from}: no such checkpoint")
+        try:
+            checkpoint_iteration(request.resume_from)
+        except ValueError as err:
+            raise ValueError(f"--resume-from {err}") from None
+    return request
+
+
 def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
-    """Train, export and record. Returns the run directory and its record (ok or failed)."""
+    """Train, export and record. Returns the run directory and its record (ok or failed).
+
+    A malformed request (:meth:`TrainRequest.check`) raises before the run folder exists.
+    """
     from mjlab_microduck.runtime import provenance
 
+    request.check()
     stream = stream or sys.stdout
     run_dir = records.new_run_dir(request.logs_root, request.name)
     command = [
@@ -240,6 +272,9 @@ def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
         "--mjlab",
         *request.mjlab_args(),
     ]
+    from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
+    from mjlab_microduck.tasks.velocity import TUNING_OF_TASK
+
     tuning = TUNING_OF_TASK.get(request.task)
     config = {
         "task": request.task,
@@ -391,83 +426,25 @@ def _mjlab_entry(argv: list[str]) -> None:
     """Run mjlab's own ``train`` CLI with this package's hooks and tasks loaded."""
     from mjlab.scripts.train import main as mjlab_train_main
 
-    import mjlab_microduck  # noqa: F401  (hooks + task registration)
+    import mjlab_microduck.tasks  # noqa: F401  (hooks first, then task registration)
 
     sys.argv = ["train", *argv]
     mjlab_train_main()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from mjlab_microduck.jobs import profiles
-
-    profile = profiles.current()
-    parser = argparse.ArgumentParser(
-        prog="microduck-train",
-        description="Train a MicroDuck task with mjlab/rsl_rl and write a run record.",
-    )
-    parser.add_argument("--name", default="train", help="run name (letters, digits, . _ -)")
-    parser.add_argument("--task", default=TASK_ID)
-    parser.add_argument("--num-envs", type=int, default=profile.main_envs)
-    parser.add_argument("--iterations", type=int, default=profile.main_iterations)
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--save-interval", type=int, default=profile.main_save_interval)
-    parser.add_argument("--device", default=profile.device, help="cpu, cuda or cuda:N")
-    parser.add_argument(
-        "--gpu-ids", default=None, help="several GPUs of this host, e.g. 0,1 (mjlab's launcher)"
-    )
-    parser.add_argument("--logs-root", type=Path, default=Path("logs"))
-    parser.add_argument("--resume-from", type=Path, help="an rsl_rl checkpoint (model_N.pt)")
-    parser.add_argument(
-        "--frozen-broadphase", action="store_true",
-        help="fault injection: reuse the first step's broadphase list (chapter 7)",
-    )  # fmt: skip
-    parser.add_argument("extra", nargs="*", help="extra mjlab arguments after --")
-    return parser
-
-
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["--mjlab"]:
-        _mjlab_entry(argv[1:])
-        return 0
-    from mjlab_microduck.jobs import profiles
+    """The training child process: ``python -m mjlab_microduck.jobs.train --mjlab ARGS``.
 
-    args = build_parser().parse_args(argv)
-    problems = []
-    if args.num_envs < 1:
-        problems.append("--num-envs must be at least 1")
-    if args.iterations < 1:
-        problems.append("--iterations must be at least 1")
-    if args.save_interval < 1:
-        problems.append("--save-interval must be at least 1")
-    if args.resume_from is not None and not args.resume_from.is_file():
-        problems.append(f"--resume-from {args.resume_from}: no such checkpoint")
-    elif args.resume_from is not None:
-        try:
-            checkpoint_iteration(args.resume_from)
-        except ValueError as err:
-            problems.append(f"--resume-from {err}")
-    gpu_ids = None
-    if args.gpu_ids:
-        try:
-            gpu_ids = tuple(int(g) for g in args.gpu_ids.split(","))
-        except ValueError:
-            problems.append(f"--gpu-ids {args.gpu_ids!r}: expected a comma list such as 0,1")
-    if problems:
-        print(f"microduck-train: {'; '.join(problems)}", file=sys.stderr)
+    The user-facing command is ``microduck train`` (:mod:`mjlab_microduck.cli.train`).
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] != ["--mjlab"]:
+        print(
+            "usage: microduck train ... (this module is the trainer's child process)",
+            file=sys.stderr,
+        )
         return 2
-    request = TrainRequest(
-        name=args.name, task=args.task, num_envs=args.num_envs, iterations=args.iterations,
-        seed=args.seed, save_interval=args.save_interval, device=args.device,
-        logs_root=args.logs_root, resume_from=args.resume_from,
-        frozen_broadphase=args.frozen_broadphase, profile=profiles.current().name,
-        extra_args=args.extra, gpu_ids=gpu_ids,
-    )  # fmt: skip
-    run_dir, record = run(request)
-    print(f"run record: {run_dir / records.RECORD_FILENAME} (status {record.status})")
-    if record.status != "ok":
-        print(f"microduck-train: {record.error}", file=sys.stderr)
-        return 1
+    _mjlab_entry(argv[1:])
     return 0
 
 

@@ -9,20 +9,16 @@ mesh model instead; the built-in model stays the default.
 
 from __future__ import annotations
 
-import json
 import os
-from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import mujoco
 from mjlab.actuator import XmlActuatorCfg
 from mjlab.entity import EntityArticulationInfoCfg, EntityCfg
 from mjlab.utils.spec_config import CollisionCfg
 
-FIGURES: dict[str, Any] = json.loads(
-    resources.files("mjlab_microduck.robot").joinpath("microduck_figures.json").read_text()
-)
+from mjlab_microduck.robot.figures import FIGURES
+from mjlab_microduck.robot.model import build_spec
 
 TOTAL_MASS_KG: float = float(FIGURES["total_mass_kg"])
 HOME_POSE: dict[str, float] = dict(FIGURES["home_pose"])
@@ -47,8 +43,6 @@ def get_spec() -> mujoco.MjSpec:
         if not xml.is_file():
             raise FileNotFoundError(f"{ASSETS_ENV}={assets}: no robot_walk.xml in that folder")
         return mujoco.MjSpec.from_file(str(xml))
-    from mjlab_microduck.robot.model import build_spec
-
     return build_spec()
 
 

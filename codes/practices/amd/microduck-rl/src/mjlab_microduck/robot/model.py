@@ -12,7 +12,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from mjlab_microduck.robot.constants import FIGURES
+from mjlab_microduck.robot.figures import FIGURES
 
 _VISUAL_GROUP = 2
 _COLLISION_GROUP = 3

@@ -14,21 +14,21 @@ therefore writes a :class:`RunRecord`:
 All writes go through a temporary file in the target directory followed by ``os.replace``, so
 a crash leaves either the old file or the new one, never half a file.
 
-No-op cases: nothing here runs on import; matplotlib is imported only by :func:`plot_curves`.
+No-op cases: nothing here runs on import; pandas is imported only by :func:`load_scalars`.
+Tables and plots of records are in :mod:`mjlab_microduck.book.tables` and ``book.plots``;
+the command line is ``microduck records``.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import hashlib
 import json
 import os
 import re
 import shutil
-import sys
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Literal
 
@@ -43,21 +43,21 @@ from pydantic import (
     model_validator,
 )
 
+from mjlab_microduck.runs import names
+
 if TYPE_CHECKING:  # heavy imports only for type checkers
     import pandas as pd
-    from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
 
 SCHEMA_VERSION = 1
 RECORD_FILENAME = "record.json"
 SCALARS_FILENAME = "scalars.csv"
+FILE_MODE = 0o644  # records and artifacts: world-readable, like any file of the book
 
 RunKind = Literal["train", "replay", "bench", "probe", "contact_check", "doctor", "experiment"]
 RunStatus = Literal["ok", "failed", "running"]
 Backend = Literal["cpu", "cuda", "hip"]
 
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
-_RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 class RecordError(ValueError):
@@ -226,6 +226,9 @@ def _atomic_replace(path: str | os.PathLike[str], write: Callable[[BinaryIO], No
     fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     tmp = Path(tmp_name)
     try:
+        # mkstemp creates the file 0600; records and artifacts are served with the book, so
+        # anyone who can read the folder must be able to read them.
+        os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as fh:
             write(fh)
             fh.flush()
@@ -319,12 +322,9 @@ def new_run_dir(root: str | os.PathLike[str], name: str, now: _dt.datetime | Non
     ``mkdir(exist_ok=False)`` is the atomic claim: two runs started in the same second get
     ``..._name`` and ``..._name-1`` instead of writing into one directory.
     """
-    if not _RUN_NAME_RE.match(name):
-        raise ValueError(f"run name {name!r} must match {_RUN_NAME_RE.pattern}")
+    stem = names.run_stem(name, now)
     base = Path(root)
     base.mkdir(parents=True, exist_ok=True)
-    stamp = (now or _dt.datetime.now(_dt.timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
-    stem = f"{stamp}_{name}"
     for n in range(10_000):
         candidate = base / (stem if n == 0 else f"{stem}-{n}")
         try:
@@ -460,7 +460,7 @@ def verify_artifacts(record: RunRecord, record_dir: str | os.PathLike[str]) -> l
     return checked
 
 
-# --------------------------------------------------------------------------- tables and plots
+# --------------------------------------------------------------------------- scalars
 
 
 def load_scalars(record: RunRecord, record_dir: str | os.PathLike[str]) -> pd.DataFrame:
@@ -475,81 +475,7 @@ def load_scalars(record: RunRecord, record_dir: str | os.PathLike[str]) -> pd.Da
     return pd.read_csv(file)
 
 
-def records_table(
-    records: Iterable[RunRecord], summary_keys: Sequence[str] | None = None
-) -> pd.DataFrame:
-    """One row per record: identity columns, then summary values.
-
-    ``summary_keys=None`` takes every summary key seen, in order of first appearance; a record
-    without a key gets ``None`` there (shown as missing, never as 0).
-    """
-    import pandas as pd
-
-    records = list(records)
-    if summary_keys is None:
-        keys: list[str] = []
-        for rec in records:
-            keys.extend(k for k in rec.summary if k not in keys)
-    else:
-        keys = list(summary_keys)
-    rows = []
-    for rec in records:
-        row: dict[str, Any] = {
-            "run_id": rec.run_id,
-            "kind": rec.kind,
-            "status": rec.status,
-            "profile": rec.provenance.profile,
-            "backend": rec.provenance.backend,
-            "device": rec.provenance.device_name,
-            "date": rec.provenance.date,
-            "wall_seconds": rec.wall_seconds,
-        }
-        for key in keys:
-            row[key] = rec.summary.get(key)
-        rows.append(row)
-    columns = ["run_id", "kind", "status", "profile", "backend", "device", "date", "wall_seconds"]
-    return pd.DataFrame(rows, columns=columns + [k for k in keys if k not in columns])
-
-
-def plot_curves(
-    df: pd.DataFrame,
-    columns: Sequence[str],
-    x: str = "iteration",
-    title: str | None = None,
-    ax: Axes | Sequence[Axes] | None = None,
-) -> Figure:
-    """One subplot per column of ``df`` against ``x`` (the index if ``x`` is not a column)."""
-    import matplotlib.pyplot as plt
-
-    columns = list(columns)
-    if not columns:
-        raise ValueError("plot_curves needs at least one column")
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ValueError(f"columns not in the data: {', '.join(missing)}")
-    if ax is None:
-        fig, axes_arr = plt.subplots(
-            len(columns), 1, figsize=(7, 2.2 * len(columns)), sharex=True, squeeze=False
-        )
-        axes = list(axes_arr[:, 0])
-    else:
-        axes = [ax] if not isinstance(ax, Sequence) else list(ax)
-        if len(axes) != len(columns):
-            raise ValueError(f"got {len(axes)} axes for {len(columns)} columns")
-        fig = axes[0].figure
-    xs = df[x] if x in df.columns else df.index
-    for axis, col in zip(axes, columns, strict=True):
-        axis.plot(xs, df[col], linewidth=1.2)
-        axis.set_ylabel(col)
-        axis.grid(True, alpha=0.3)
-    axes[-1].set_xlabel(x if x in df.columns else (df.index.name or "index"))
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig
-
-
-# --------------------------------------------------------------------------- schema and CLI
+# --------------------------------------------------------------------------- schema
 
 
 def json_schema() -> dict[str, Any]:
@@ -560,42 +486,3 @@ def json_schema() -> dict[str, Any]:
 def schema_text() -> str:
     """:func:`json_schema` as the exact text stored in ``record.schema.json``."""
     return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m mjlab_microduck.runs.records {schema,validate,verify} ...``"""
-    parser = argparse.ArgumentParser(
-        prog="python -m mjlab_microduck.runs.records", description=__doc__
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    p_schema = sub.add_parser("schema", help="print (or write) the RunRecord JSON schema")
-    p_schema.add_argument("--output", type=Path, help="write here atomically instead of stdout")
-    p_val = sub.add_parser("validate", help="validate record files or run directories")
-    p_val.add_argument("paths", nargs="+", type=Path)
-    p_ver = sub.add_parser("verify", help="validate and check artifact hashes of run directories")
-    p_ver.add_argument("dirs", nargs="+", type=Path)
-    args = parser.parse_args(argv)
-
-    if args.command == "schema":
-        if args.output is not None:
-            atomic_write_text(args.output, schema_text())
-        else:
-            sys.stdout.write(schema_text())
-        return 0
-    bad = 0
-    targets = args.paths if args.command == "validate" else args.dirs
-    for target in targets:
-        try:
-            rec = load_record(target)
-            if args.command == "verify":
-                verify_artifacts(rec, record_path(target).parent)
-        except RecordError as err:
-            print(err, file=sys.stderr)
-            bad += 1
-        else:
-            print(f"{record_path(target)}: ok ({rec.kind}, {rec.status})")
-    return 1 if bad else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from mjlab_microduck.runs import records
+from mjlab_microduck.runtime import backend
+from mjlab_microduck.runtime.capture import held_output
 
 TOOL_TIMEOUT_S = 5.0
 UNKNOWN = "unknown"
@@ -235,11 +237,9 @@ def warp_facts(facts: RuntimeFacts, device: str | None = None) -> None:
     try:
         # Warp prints a banner on init (Python) and, without a driver, a warning from native
         # code; provenance must not write into a notebook, a log or a --json document.
-        native: list[str] = []
-        with contextlib.redirect_stdout(io.StringIO()):
-            with _native_output_captured(native):
-                wp.init()
-        facts.notes.extend(f"warp: {line}" for line in native)
+        with held_output((1, 2)) as native:
+            wp.init()
+        facts.notes.extend(f"warp: {line}" for line in native.lines())
         with contextlib.redirect_stdout(io.StringIO()):
             alias = device if device and device != "cpu" else None
             if alias is None and facts.torch_backend != "cpu":
@@ -253,14 +253,13 @@ def warp_facts(facts: RuntimeFacts, device: str | None = None) -> None:
             dev = wp.get_device(alias or "cpu")
     except Exception as exc:
         facts.notes.append(f"warp device query failed ({type(exc).__name__}: {exc})")
-        facts.warp_is_rocm_fork = "rocm" in (facts.warp_version or "").lower()
+        facts.warp_is_rocm_fork = backend.is_rocm_warp_version(facts.warp_version)
         return
     facts.warp_device = str(getattr(dev, "alias", alias or "cpu"))
     # is_hip exists only in the ROCm fork (there is_cuda is true as well: HIP poses as CUDA).
-    is_hip = bool(getattr(dev, "is_hip", False))
-    is_cuda = bool(getattr(dev, "is_cuda", False))
-    facts.warp_backend = "hip" if is_hip else ("cuda" if is_cuda else "cpu")
-    facts.warp_is_rocm_fork = is_hip or "rocm" in (facts.warp_version or "").lower()
+    is_hip, is_cuda = backend.device_is_hip(dev), backend.device_is_cuda(dev)
+    facts.warp_backend = backend.device_kind(dev)
+    facts.warp_is_rocm_fork = is_hip or backend.is_rocm_warp_version(facts.warp_version)
     if is_cuda and not facts.arch:
         arch_str = getattr(dev, "arch_str", None)
         arch = getattr(dev, "arch", None)
@@ -279,47 +278,6 @@ def warp_facts(facts: RuntimeFacts, device: str | None = None) -> None:
             facts.warp_driver = ".".join(str(x) for x in drv)
         elif drv:
             facts.warp_driver = str(drv)
-
-
-@contextlib.contextmanager
-def _native_output_captured(lines: list[str]):
-    """Capture what native code writes to fds 1 and 2 during the block into ``lines``.
-
-    Warp's native library prints driver warnings with ``fprintf(stderr, ...)``; they belong in
-    the report's notes, not in the middle of a table, a notebook cell or a --json document.
-    """
-    import ctypes
-    import tempfile
-
-    try:
-        libc = ctypes.CDLL(None)
-    except OSError:
-        libc = None
-    saved: list[tuple[int, int, Any]] = []
-    try:
-        for fd in (1, 2):
-            try:
-                getattr(sys, "stdout" if fd == 1 else "stderr").flush()
-                dup = os.dup(fd)
-            except (OSError, ValueError, AttributeError):
-                continue  # no such fd (embedded interpreter): nothing to capture
-            tmp = tempfile.TemporaryFile()
-            os.dup2(tmp.fileno(), fd)
-            saved.append((fd, dup, tmp))
-    except OSError:
-        pass
-    try:
-        yield
-    finally:
-        if libc is not None:
-            libc.fflush(None)  # C stdio buffers go to the capture files, not later elsewhere
-        for fd, dup, tmp in saved:
-            os.dup2(dup, fd)
-            os.close(dup)
-            tmp.seek(0)
-            text = tmp.read().decode("utf-8", "replace")
-            tmp.close()
-            lines.extend(ln.strip() for ln in text.splitlines() if ln.strip())
 
 
 def runtime_facts(device: str | None = None, use_warp: bool = True) -> RuntimeFacts:
@@ -381,15 +339,20 @@ def package_versions() -> dict[str, str | None]:
 GIT_COMMIT_ENV = "MICRODUCK_GIT_COMMIT"
 
 
-def git_commit() -> str:
-    """HEAD of the repository holding this package.
+def git_commit(short: bool = False, cwd: str | os.PathLike[str] | None = None) -> str:
+    """HEAD of the repository holding ``cwd`` (default: this package), or ``"unknown"``.
 
-    A copy of the package outside any checkout (a tree carried to a lent GPU machine) can name
-    the commit it was copied from in ``MICRODUCK_GIT_COMMIT``; otherwise ``unknown``.
+    A copy of the package outside any checkout (a tree carried to another machine) can name
+    the commit it was copied from in ``MICRODUCK_GIT_COMMIT``. Never raises: provenance must
+    not make a finished run fail.
     """
-    here = Path(__file__).resolve().parent
-    result = run_tool(["git", "-C", str(here), "rev-parse", "HEAD"], timeout_s=TOOL_TIMEOUT_S)
-    for commit in ((result.stdout or "").strip(), os.environ.get(GIT_COMMIT_ENV, "").strip()):
+    where = Path(cwd) if cwd is not None else Path(__file__).resolve().parent
+    command = ["git", "-C", str(where), "rev-parse", *(["--short"] if short else []), "HEAD"]
+    result = run_tool(command, timeout_s=TOOL_TIMEOUT_S)
+    candidates = [(result.stdout or "").strip()]
+    if cwd is None:
+        candidates.append(os.environ.get(GIT_COMMIT_ENV, "").strip())
+    for commit in candidates:
         if re.fullmatch(r"[0-9a-f]{7,64}", commit):
             return commit
     return UNKNOWN
@@ -407,7 +370,7 @@ def cpu_model() -> str:
 
 def _profile_name(notes: list[str]) -> str | None:
     try:
-        from mjlab_microduck.jobs import profiles
+        from mjlab_microduck.runtime import profiles
 
         return profiles.current().name
     except Exception as exc:  # a bad MICRODUCK_PROFILE must not lose a finished measurement
@@ -496,7 +459,7 @@ def collect(
     """The provenance block of this machine (see the module docstring). Never raises for a tool.
 
     Args:
-        profile: profile name; default :func:`mjlab_microduck.jobs.profiles.current`'s.
+        profile: profile name; default :func:`mjlab_microduck.runtime.profiles.current`'s.
         command: accepted for interface symmetry; the command line is stored in the run record.
         device: the device the run used (``"cpu"``, ``"cuda:0"``); default the first GPU if
             torch sees one.

@@ -1,6 +1,19 @@
-"""MicroDuck tasks, registered with mjlab (the ``mjlab.tasks`` entry point imports this module)."""
+"""MicroDuck tasks, registered with mjlab (the ``mjlab.tasks`` entry point imports this module).
+
+Before anything else it picks MuJoCo's offscreen GL backend and installs the compatibility
+hooks: mjlab reads ``warp.context`` when the first simulation is built, so the hooks must be in
+place before any task can be made. This is the only import with side effects in the package.
+"""
+
+from mjlab_microduck.compat import gl_backend
+
+gl_backend.choose_gl_backend()  # MuJoCo reads MUJOCO_GL once, when first imported
 
 from functools import partial
+
+from mjlab_microduck import compat
+
+compat.install_all()
 
 from mjlab.tasks.registry import list_tasks, register_mjlab_task
 from mjlab.tasks.velocity.rl import VelocityOnPolicyRunner

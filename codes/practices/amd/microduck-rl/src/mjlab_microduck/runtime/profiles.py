@@ -15,11 +15,10 @@ No-op cases: nothing here touches a device or starts work; it only describes siz
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
-import subprocess
 from dataclasses import dataclass
-from pathlib import Path
+
+from mjlab_microduck.runtime import backend
 
 PROFILE_ENV_VAR = "MICRODUCK_PROFILE"
 
@@ -132,11 +131,7 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (CI, FULL)}
 
 
 def _torch_sees_gpu() -> bool:
-    try:
-        import torch
-    except ImportError:  # a bare tooling environment: no torch, so certainly no GPU run
-        return False
-    return bool(torch.cuda.is_available())
+    return backend.torch_backend()[0] != "cpu"
 
 
 def get(name: str) -> Profile:
@@ -156,65 +151,3 @@ def current() -> Profile:
     if value is not None and value.strip() != "":
         return get(value.strip().lower())
     return FULL if _torch_sees_gpu() else CI
-
-
-def git_commit(short: bool = False, cwd: str | os.PathLike[str] | None = None) -> str:
-    """Commit hash of the repository holding ``cwd`` (default: this file), or ``"unknown"``.
-
-    Never raises: a missing git, a tarball without ``.git`` or a repository without commits
-    all give ``"unknown"``, because provenance must not make a finished run fail.
-    """
-    where = Path(cwd) if cwd is not None else Path(__file__).resolve().parent
-    cmd = ["git", "-C", str(where), "rev-parse", *(["--short"] if short else []), "HEAD"]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    commit = out.stdout.strip()
-    return commit if out.returncode == 0 and commit else "unknown"
-
-
-def backend() -> tuple[str, str | None]:
-    """``("hip", ver)``, ``("cuda", ver)`` or ``("cpu", None)`` for the torch in use.
-
-    The backend is the *build* of torch that can drive the visible device: a CUDA build on a
-    machine without a GPU is reported as ``cpu`` because that is where the work runs.
-    """
-    try:
-        import torch
-    except ImportError:
-        return "cpu", None
-    if not torch.cuda.is_available():
-        return "cpu", None
-    hip = getattr(torch.version, "hip", None)
-    if hip:
-        return "hip", str(hip)
-    return "cuda", str(torch.version.cuda)
-
-
-def device_name() -> str:
-    """Name of GPU 0 when torch sees one, else the CPU model."""
-    kind, _ = backend()
-    if kind != "cpu":
-        import torch
-
-        return str(torch.cuda.get_device_name(0))
-    return _cpu_model()
-
-
-def _cpu_model() -> str:
-    from mjlab_microduck.runtime.provenance import cpu_model
-
-    return cpu_model()
-
-
-def banner(now: _dt.datetime | None = None) -> str:
-    """One line saying what this notebook runs with: profile, backend, device, date, commit."""
-    profile = current()
-    kind, version = backend()
-    backend_text = kind if version is None else f"{kind} {version}"
-    when = (now or _dt.datetime.now(_dt.timezone.utc)).strftime("%Y-%m-%d %H:%M %Z").strip()
-    return (
-        f"profile={profile.name} | backend={backend_text} | device={device_name()} | "
-        f"date={when} | commit={git_commit(short=True)}"
-    )

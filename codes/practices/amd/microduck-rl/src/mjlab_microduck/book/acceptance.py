@@ -1,0 +1,258 @@
+"""What the replay chapters show: live replays, the reference replays, prose, tables, videos.
+
+The rules these use (which checkpoint walks, which is best) are pure functions of records in
+:mod:`mjlab_microduck.analysis.acceptance`; this module runs replays in the notebook's process,
+turns rule outcomes into sentences and publishes videos where the HTML build serves them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mjlab_microduck.analysis.acceptance import (
+    PROTOCOL_FRAMES,
+    PROTOCOL_LIN_VEL_X,
+    PROTOCOL_SEED,
+    WALK_FRACTION_OF_COMMAND,
+    RecordedReplay,
+    implied_fell_like_fraction,
+    load_trajectory,
+    rank_checkpoints,
+    replay_table,
+    verdict,
+)
+from mjlab_microduck.book import reference
+from mjlab_microduck.runs import records
+
+REFERENCE_LABEL = reference.LABEL
+# The book's task (tasks.velocity.TASK_ID); the live replays build it through mjlab.
+TASK_ID = "Mjlab-Velocity-Flat-MicroDuck"
+
+
+MEDIA_DIRNAME = "media"
+
+
+@dataclass(frozen=True)
+class LiveReplay:
+    """One replay run in this process, with its record and the text it printed."""
+
+    label: str
+    run_dir: Path
+    record: records.RunRecord
+    seconds: float
+    log: str
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return dict(self.record.summary)
+
+    @property
+    def video(self) -> Path | None:
+        return RecordedReplay(self.run_dir, self.record).video
+
+    @property
+    def trajectory(self) -> pd.DataFrame:
+        return load_trajectory(self.run_dir, self.record)
+
+
+def replay_live(
+    checkpoint: str | Path,
+    out_root: str | Path,
+    name: str,
+    *,
+    label: str | None = None,
+    device: str = "cpu",
+    video: bool = False,
+    width: int = 320,
+    height: int = 240,
+    task: str = TASK_ID,
+    frozen_broadphase: bool = False,
+    frames: int = PROTOCOL_FRAMES,
+    quiet: bool = True,
+) -> LiveReplay:
+    """Replay ``checkpoint`` with the protocol's seed and command via :func:`replay.run`.
+
+    With ``quiet`` the environment's printed set-up (network layout, Warp module loads, mjlab
+    configuration warnings) is kept in :attr:`LiveReplay.log` instead of the page; errors are
+    raised as usual.
+    """
+    from mjlab_microduck.jobs import replay
+
+    request = replay.ReplayRequest(
+        checkpoint=Path(checkpoint), task=task, frames=frames, seed=PROTOCOL_SEED,
+        lin_vel_x=PROTOCOL_LIN_VEL_X, device=device, video=video, width=width, height=height,
+        frozen_broadphase=frozen_broadphase,
+    )  # fmt: skip
+    buffer = io.StringIO()
+    started = time.monotonic()
+    with contextlib.ExitStack() as stack:
+        if quiet:
+            stack.enter_context(contextlib.redirect_stdout(buffer))
+            stack.enter_context(contextlib.redirect_stderr(buffer))
+        run_dir, record = replay.run(request, Path(out_root), name, progress=False)
+    return LiveReplay(
+        label=label or Path(checkpoint).name, run_dir=run_dir, record=record,
+        seconds=time.monotonic() - started, log=buffer.getvalue(),
+    )  # fmt: skip
+
+
+def reference_rows() -> dict[str, dict[str, Any]]:
+    """The reference replays as summaries the rules accept; the fell-like fraction, which the
+    original chapter does not tabulate, is filled in only where the minima imply it."""
+    rows = {}
+    for row in reference.FIGURES["replays"]:
+        summary = dict(row)
+        summary["fell_like_fraction"] = implied_fell_like_fraction(row)
+        rows[row["checkpoint"]] = summary
+    return rows
+
+
+def reference_table() -> pd.DataFrame:
+    """The replay table reported on a Radeon AI PRO R9700 in the original chapter.
+
+    The fell-like fraction column says ``0 (implied by the minima)`` where that follows from
+    the reported minima; it is not a reported figure.
+    """
+    frame = replay_table(reference_rows()).astype(object)
+    column = "fell-like fraction"
+    frame[column] = [
+        "0 (implied by the minima)" if value == 0.0 else None for value in frame[column]
+    ]
+    return frame
+
+
+def device_agreement_sentence(
+    live: Mapping[str, Mapping[str, Any]], recorded: Mapping[str, Mapping[str, Any]]
+) -> str:
+    """Whether two devices' replays of the same checkpoints agree, as a sentence.
+
+    Agreement is on the verdict (terminations, fell-like fraction, walking or not); the largest
+    absolute differences of the continuous metrics are quoted, not hidden.
+    """
+    common = [name for name in live if name in recorded]
+    if not common:
+        return "No checkpoint has a replay on both machines yet, so there is nothing to compare."
+
+    def outcome(summary: Mapping[str, Any]) -> tuple:
+        v = verdict(summary)
+        return (summary.get("done_count"), v.stable, v.walks)
+
+    disagree = [n for n in common if outcome(live[n]) != outcome(recorded[n])]
+    largest = {
+        title: max(abs(float(live[n][key]) - float(recorded[n][key])) for n in common)
+        for title, key in (
+            ("4 s displacement", "forward_displacement_m"),
+            ("mean forward velocity", "mean_forward_velocity_mps"),
+            ("min trunk z", "min_trunk_z_m"),
+        )
+    }
+    units = {"4 s displacement": "m", "mean forward velocity": "m/s", "min trunk z": "m"}
+    diffs = ", ".join(f"{v:.4f} {units[t]} in {t}" for t, v in largest.items())
+    n = len(common)
+    where = (
+        "the one checkpoint replayed on both machines"
+        if n == 1
+        else f"the {n} checkpoints replayed on both machines"
+    )
+    if disagree:
+        return (
+            f"On {where} the outcomes differ for {', '.join(disagree)}; the largest "
+            f"differences are {diffs}."
+        )
+    return (
+        f"On {where} the outcomes agree (the same number of terminations, the same stability "
+        f"and walking verdicts); the largest differences are {diffs}."
+    )
+
+
+def acceptance_sentence(
+    rows: Mapping[str, Mapping[str, Any]], command_mps: float = PROTOCOL_LIN_VEL_X
+) -> str:
+    """The outcome of the rules for a table, as one or two sentences for the page."""
+    if not rows:
+        return "No checkpoint was replayed, so none can be accepted."
+    ranking = rank_checkpoints(rows, command_mps)
+    best = ranking[0]
+    walkers = [name for name in ranking if verdict(rows[name], command_mps).walks]
+    threshold = WALK_FRACTION_OF_COMMAND * command_mps
+    single = len(ranking) == 1
+    if walkers:
+        if single:
+            return f"The only replayed checkpoint, {best}, walks and is accepted."
+        return (
+            f"{len(walkers)} of the {len(ranking)} replayed checkpoints walk "
+            f"({', '.join(walkers)}); the best, {best}, is accepted."
+        )
+    best_verdict = verdict(rows[best], command_mps)
+    subject = (
+        f"The only replayed checkpoint, {best},"
+        if single
+        else f"None of the {len(ranking)} replayed checkpoints walks; the best, {best},"
+    )
+    if best_verdict.stable:
+        velocity = rows[best].get("mean_forward_velocity_mps")
+        outcome = (
+            f"is stable but reaches only {velocity:.4f} m/s of the {threshold:.3f} m/s required."
+        )
+    else:
+        outcome = f"is {best_verdict.reason}."
+    return f"{subject} {outcome} The acceptance criterion is not met yet."
+
+
+def media_dir(repo: str | Path) -> Path:
+    """``<repo>/book/_extra/media``: ``html_extra_path`` copies it to ``<site>/media``."""
+    return Path(repo) / "book" / "_extra" / MEDIA_DIRNAME
+
+
+def publish_video(src: str | Path, repo: str | Path, filename: str) -> str:
+    """Copy an MP4 where the HTML build publishes it; return its URL relative to a chapter page.
+
+    Chapter pages live one folder below the site root (``notebooks/06_replay.html``), so the
+    URL is ``../media/<filename>``. The copy is atomic.
+    """
+    if not filename.endswith(".mp4") or "/" in filename:
+        raise ValueError(f"{filename!r}: expected a plain file name ending in .mp4")
+    records.atomic_copy(src, media_dir(repo) / filename)
+    return f"../{MEDIA_DIRNAME}/{filename}"
+
+
+def video_html(url: str, width: int = 480, caption: str | None = None) -> str:
+    """A ``<video>`` element for an H.264 MP4 that every browser plays inline."""
+    figure = (
+        f'<video controls muted loop playsinline preload="metadata" width="{width}">'
+        f'<source src="{url}" type="video/mp4">'
+        f'Your browser cannot play this video: <a href="{url}">download it</a>.</video>'
+    )
+    if caption:
+        figure = f"<figure>{figure}<figcaption>{caption}</figcaption></figure>"
+    return figure
+
+
+def format_table(frame: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
+    """Round the float columns for display; counts stay integers, missing values say so."""
+    shown = frame.copy().astype(object)
+    for column in frame.columns:
+        for index, value in frame[column].items():
+            if value is None or (isinstance(value, float) and math.isnan(value)):
+                shown.at[index, column] = "not reported"
+            elif column == "terminations":
+                shown.at[index, column] = f"{value:g}"
+            elif isinstance(value, (int, float)):
+                # round first: a tiny negative difference would print as "-0.0000"
+                shown.at[index, column] = f"{round(value, digits) + 0.0:.{digits}f}"
+    return shown
+
+
+def seconds_text(values: Sequence[float]) -> str:
+    """``"7.9 s"`` or ``"7.6–8.3 s"`` for a list of durations."""
+    low, high = min(values), max(values)
+    return f"{low:.1f} s" if round(low, 1) == round(high, 1) else f"{low:.1f}–{high:.1f} s"

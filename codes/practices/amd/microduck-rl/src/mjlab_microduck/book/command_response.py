@@ -1,0 +1,113 @@
+"""The command sweep of chapter 6: replays under several commands, their verdict and plot.
+
+The rules (slope, "follows its command") are in :mod:`mjlab_microduck.analysis.command_response`;
+this module runs the replays (one per command, same seed and frames, no video), says what the
+rules found in a sentence and draws the response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from mjlab_microduck.analysis.command_response import (
+    FOLLOWS_COMMAND_SLOPE,
+    STILL_MPS,
+    SWEEP_COMMANDS_MPS,
+    follows_command,
+    response_slope,
+)
+from mjlab_microduck.jobs import replay
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def sweep(
+    request: replay.ReplayRequest,
+    commands: Sequence[float] = SWEEP_COMMANDS_MPS,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """One replay of ``request``'s checkpoint per forward command; one row of metrics each.
+
+    Lateral and yaw commands stay as the request has them (zero in the protocol); video is off.
+    """
+    from tqdm.auto import tqdm
+
+    if not commands:
+        raise replay.ReplayError("command sweep needs at least one command")
+    rows = []
+    for command in tqdm(commands, desc="commands", disable=not progress):
+        one = replace(request, lin_vel_x=float(command), video=False, gif=False)
+        trajectory, _, dt = replay.simulate(one, progress=False)
+        metrics = replay.compute_metrics(trajectory, (one.lin_vel_x, one.lin_vel_y), dt)
+        drift = replay.drift_metrics(trajectory)
+        rows.append(
+            {
+                "command_mps": float(command),
+                **asdict(metrics),
+                "heading_change_rad": drift["heading_change_rad"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def verdict_sentence(swept: pd.DataFrame) -> str:
+    """The sweep's outcome for the page: the rule's verdict and what the speeds show.
+
+    A policy that passes may still stand under small commands (it reaches half the command only
+    from some speed on); one that fails is told why: terminations, walking off when told to
+    stand, a flat response (one gait), or a rise too shallow.
+    """
+    slope = response_slope(swept)
+    speed = dict(zip(swept["command_mps"], swept["mean_forward_velocity_mps"], strict=True))
+    terminations = int(swept["done_count"].sum())
+    if follows_command(swept):
+        text = (
+            f"it follows the command: its speed rises by {slope:.2f} m/s per m/s of command, "
+            "without a termination"
+        )
+        moving = [c for c in speed if c > 0]
+        still = [c for c in moving if abs(speed[c]) < STILL_MPS]
+        if still:
+            shown = ", ".join(f"{c:g}" for c in still)
+            text += (
+                f"; but told {shown} m/s it stands (under {STILL_MPS:g} m/s), so its speed "
+                "control begins only above that"
+            )
+        return text + "."
+    reasons = [f"{terminations} termination(s) in the sweep"] if terminations else []
+    if speed.get(0.0, 0.0) > 3 * STILL_MPS:
+        reasons.append("told to stand, it still walks off")
+    if slope < 0.2:
+        reasons.append(
+            "told to go faster, it does not: it has learned one gait, not a controller of its speed"
+        )
+    elif slope < FOLLOWS_COMMAND_SLOPE:
+        reasons.append(f"its speed rises by only {slope:.2f} m/s per m/s of command")
+    return "it does not follow the command; " + "; ".join(reasons) + "."
+
+
+def plot_response(swept: pd.DataFrame, title: str | None = None) -> Figure:
+    """Measured forward velocity against the command, with the ideal (y = x) and the
+    acceptance line (half the command)."""
+    import matplotlib.pyplot as plt
+
+    fig, axis = plt.subplots(figsize=(5.5, 3.6))
+    top = float(swept["command_mps"].max())
+    line = np.array([0.0, top])
+    axis.plot(line, line, color="grey", linewidth=1, label="follows exactly")
+    axis.plot(line, line / 2, ":", color="grey", linewidth=1, label="half the command")
+    axis.plot(swept["command_mps"], swept["mean_forward_velocity_mps"], "o-", label="measured")
+    axis.set_xlabel("forward command (m/s)")
+    axis.set_ylabel("mean forward velocity (m/s)")
+    axis.grid(True, alpha=0.3)
+    axis.legend(fontsize=8, loc="upper left")
+    if title:
+        axis.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,60 @@
+"""The ``microduck`` command: one entry point, one subcommand per job or diagnostic.
+
+``microduck --help`` lists the subcommands from the table below without importing any of them,
+so it answers at once; ``microduck <command> ...`` imports only that command's module. Every
+subcommand checks its input (device, task, paths, names) before it creates anything and refuses
+bad input with one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+PROG = "microduck"
+
+# name -> (module under mjlab_microduck.cli, one-line summary)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "train": ("train", "train a MicroDuck task with mjlab/rsl_rl and write a run record"),
+    "replay": ("replay", "replay a checkpoint under a fixed command; trajectory, metrics, video"),
+    "gait-test": ("gait_test", "run the gait test on a checkpoint and write its record"),
+    "recipe": ("recipe", "regenerate every recorded result of the book into logs/results/"),
+    "bench": ("bench", "benchmark physics, training and the fixes; or publish a bench run"),
+    "doctor": ("doctor", "check the installed GPU stack and fail closed on a broken one"),
+    "contact-check": ("contact_check", "drop a sphere with MuJoCo Warp and check it lands"),
+    "probe": ("probe", "probe interprocess GPU event reuse (ROCm 7.2 CLR bug)"),
+    "records": ("records", "validate, verify or publish run records; print their schema"),
+}
+
+
+def usage() -> str:
+    width = max(len(name) for name in COMMANDS)
+    lines = [
+        f"usage: {PROG} <command> [options]",
+        "",
+        "MicroDuck on mjlab: training, replay, benchmarks and diagnostics.",
+        "",
+        "commands:",
+        *(f"  {name:<{width}}  {summary}" for name, (_, summary) in COMMANDS.items()),
+        "",
+        f"'{PROG} <command> --help' shows a command's options.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        sys.stdout.write(usage())
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"{PROG}: unknown command {name!r}; one of: {', '.join(COMMANDS)}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(f"{__name__}.{COMMANDS[name][0]}")
+    return int(module.main(rest, prog=f"{PROG} {name}"))
+
+
+def console_main() -> None:
+    """Console-script entry point (``microduck``)."""
+    sys.exit(main())

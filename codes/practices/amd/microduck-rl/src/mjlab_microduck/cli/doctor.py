@@ -1,0 +1,21 @@
+"""``microduck doctor``: the stack check.
+
+The options are those of :func:`mjlab_microduck.runtime.doctor.main`, which checks its input and
+refuses bad input with one line and exit status 2 before it creates anything.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None, prog: str = "microduck doctor") -> int:
+    from mjlab_microduck.runtime import doctor
+
+    del prog  # the module names itself in its messages
+    return int(doctor.main(list(sys.argv[1:] if argv is None else argv)))
+
+
+def alias_main() -> None:
+    """The old ``microduck-doctor`` console script."""
+    sys.exit(main(prog="microduck-doctor"))

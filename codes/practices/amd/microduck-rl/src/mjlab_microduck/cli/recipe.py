@@ -1,0 +1,21 @@
+"""``microduck recipe``: the book's full recipe.
+
+The options are those of :func:`mjlab_microduck.jobs.recipe.main`, which checks its input and
+refuses bad input with one line and exit status 2 before it creates anything.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None, prog: str = "microduck recipe") -> int:
+    from mjlab_microduck.jobs import recipe
+
+    del prog  # the module names itself in its messages
+    return int(recipe.main(list(sys.argv[1:] if argv is None else argv)))
+
+
+def alias_main() -> None:
+    """The old ``microduck-recipe`` console script."""
+    sys.exit(main(prog="microduck-recipe"))

@@ -1,0 +1,119 @@
+"""``microduck records``: validate, verify or publish run records, or print their schema.
+
+``validate`` checks record files against the schema; ``verify`` also checks every artifact's
+SHA-256; ``publish`` copies a finished training or bench run into the book (``book/results``);
+``schema`` prints (or writes) the JSON schema of a record.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Union
+
+import tyro
+from tyro.conf import Positional
+
+from mjlab_microduck.cli._common import Refused, parse, refuse
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Print the RunRecord JSON schema (or write it atomically to --output)."""
+
+    output: Path | None = None
+
+
+@dataclass(frozen=True)
+class Validate:
+    """Validate record files or run folders against the schema."""
+
+    paths: Positional[tuple[Path, ...]] = ()
+
+
+@dataclass(frozen=True)
+class Verify:
+    """Validate run folders and check the SHA-256 of every artifact they list."""
+
+    paths: Positional[tuple[Path, ...]] = ()
+
+
+@dataclass(frozen=True)
+class Publish:
+    """Copy a finished training or bench run into the book (the destination must not exist)."""
+
+    run_dir: Positional[Path]
+    dest: Positional[Path]
+    checkpoints: tuple[int, ...] = field(default=())
+    """training runs: the checkpoint iterations to publish (slimmed), besides the last one"""
+
+
+def _subcommands():
+    return Union[  # noqa: UP007  (tyro reads the Union's members as subcommands)
+        Annotated[Schema, tyro.conf.subcommand("schema")],
+        Annotated[Validate, tyro.conf.subcommand("validate")],
+        Annotated[Verify, tyro.conf.subcommand("verify")],
+        Annotated[Publish, tyro.conf.subcommand("publish")],
+    ]
+
+
+def _check(paths: tuple[Path, ...], verify: bool) -> int:
+    from mjlab_microduck.runs import records
+
+    bad = 0
+    for target in paths:
+        try:
+            record = records.load_record(target)
+            if verify:
+                records.verify_artifacts(record, records.record_path(target).parent)
+        except records.RecordError as err:
+            print(err, file=sys.stderr)
+            bad += 1
+        else:
+            print(f"{records.record_path(target)}: ok ({record.kind}, {record.status})")
+    return 1 if bad else 0
+
+
+def _publish(request: Publish, prog: str) -> int:
+    from mjlab_microduck.runs import records
+
+    try:
+        record = records.load_record(request.run_dir)
+    except records.RecordError as err:
+        return refuse(prog, err)
+    if Path(request.dest).exists():
+        return refuse(prog, f"{request.dest}: already exists; publishing never overwrites")
+    if record.kind == "train":
+        from mjlab_microduck.jobs import train
+
+        published = train.publish(request.run_dir, request.dest, request.checkpoints)
+    elif record.kind == "bench":
+        from mjlab_microduck.jobs import bench
+
+        published = bench.publish(request.run_dir, request.dest)
+    else:
+        return refuse(prog, f"{request.run_dir}: a {record.kind} run is not published this way")
+    print(f"published: {Path(request.dest) / records.RECORD_FILENAME} ({published.run_id})")
+    return 0
+
+
+def main(argv: list[str] | None = None, prog: str = "microduck records") -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        command = parse(_subcommands(), argv, prog, description=__doc__)
+        if isinstance(command, (Validate, Verify)) and not command.paths:
+            raise Refused("give at least one record file or run folder")
+    except Refused as err:
+        return refuse(prog, err)
+    if isinstance(command, Schema):
+        from mjlab_microduck.runs import records
+
+        if command.output is not None:
+            records.atomic_write_text(command.output, records.schema_text())
+        else:
+            sys.stdout.write(records.schema_text())
+        return 0
+    if isinstance(command, Publish):
+        return _publish(command, prog)
+    return _check(command.paths, verify=isinstance(command, Verify))
