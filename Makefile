@@ -117,7 +117,7 @@ test: venv system-deps $(BOOK_INDEX)
 STAGES ?= smoke,main,resume,experiment,replay,diagnostics,bench
 LABEL ?= local
 results: venv system-deps
-	$(RUN) $(VENV)/bin/python -m mjlab_microduck.jobs.recipe --stages $(STAGES) --label $(LABEL)
+	$(RUN) $(VENV)/bin/microduck recipe --stages $(STAGES) --label $(LABEL)
 
 clean:
 	rm -rf _build .pytest_cache book/_extra/media

@@ -15,9 +15,10 @@ import pytest
 import torch
 
 from mjlab_microduck.book.results import expected_checkpoints
+from mjlab_microduck.jobs import recipe
 from mjlab_microduck.runs import records
 from mjlab_microduck.runs.names import checkpoint_iteration
-from mjlab_microduck.runtime import profiles, recipe
+from mjlab_microduck.runtime import profiles
 from mjlab_microduck.tasks.rl_cfg import EXPERIMENT_NAME, STEPS_PER_ENV
 from mjlab_microduck.tasks.velocity import TASK_ID, UNGUARDED_TASK_ID
 

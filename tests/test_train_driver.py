@@ -32,7 +32,7 @@ from mjlab_microduck.jobs.train import (
     summarize,
 )
 from mjlab_microduck.runs import records
-from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
+from mjlab_microduck.tasks.rl_cfg import EXPERIMENT_NAME, STEPS_PER_ENV
 from mjlab_microduck.tasks.velocity import TASK_ID
 
 ENVS = 8
@@ -386,7 +386,7 @@ def test_the_issue_smoke_command_runs_on_cpu(tmp_path):
 
 
 def _staged(run_dir, name):
-    return run_dir / "logs/rsl_rl" / train.EXPERIMENT_NAME / train.RESUME_SOURCE_DIR / name
+    return run_dir / "logs/rsl_rl" / EXPERIMENT_NAME / train.RESUME_SOURCE_DIR / name
 
 
 def _saved_as_if_on_a_gpu(path, data, monkeypatch):

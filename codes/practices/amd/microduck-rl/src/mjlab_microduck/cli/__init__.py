@@ -13,17 +13,45 @@ import sys
 
 PROG = "microduck"
 
-# name -> (module under mjlab_microduck.cli, one-line summary)
+# name -> (the function that runs it, one-line summary). Each function takes the arguments after
+# the command name, checks them and returns the exit status; only the chosen one is imported.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "train": ("train", "train a MicroDuck task with mjlab/rsl_rl and write a run record"),
-    "replay": ("replay", "replay a checkpoint under a fixed command; trajectory, metrics, video"),
-    "gait-test": ("gait_test", "run the gait test on a checkpoint and write its record"),
-    "recipe": ("recipe", "regenerate every recorded result of the book into logs/results/"),
-    "bench": ("bench", "benchmark physics, training and the fixes; or publish a bench run"),
-    "doctor": ("doctor", "check the installed GPU stack and fail closed on a broken one"),
-    "contact-check": ("contact_check", "drop a sphere with MuJoCo Warp and check it lands"),
-    "probe": ("probe", "probe interprocess GPU event reuse (ROCm 7.2 CLR bug)"),
-    "records": ("records", "validate, verify or publish run records; print their schema"),
+    "train": (
+        "mjlab_microduck.cli.train:main",
+        "train a MicroDuck task with mjlab/rsl_rl and write a run record",
+    ),
+    "replay": (
+        "mjlab_microduck.jobs.replay:main",
+        "replay a checkpoint under a fixed command; trajectory, metrics, video",
+    ),
+    "gait-test": (
+        "mjlab_microduck.jobs.gait_test:main",
+        "run the gait test on a checkpoint and write its record",
+    ),
+    "recipe": (
+        "mjlab_microduck.jobs.recipe:main",
+        "regenerate every recorded result of the book into logs/results/",
+    ),
+    "bench": (
+        "mjlab_microduck.jobs.bench:main",
+        "benchmark physics, training and the fixes; 'publish' copies a run into the book",
+    ),
+    "doctor": (
+        "mjlab_microduck.runtime.doctor:main",
+        "check the installed GPU stack and fail closed on a broken one",
+    ),
+    "contact-check": (
+        "mjlab_microduck.runtime.contact_check:main",
+        "drop a sphere with MuJoCo Warp and check that it lands",
+    ),
+    "probe": (
+        "mjlab_microduck.runtime.ipc_probe:main",
+        "probe interprocess GPU event reuse (ROCm 7.2 CLR bug)",
+    ),
+    "records": (
+        "mjlab_microduck.cli.records:main",
+        "validate, verify or publish run records; print their schema",
+    ),
 }
 
 
@@ -51,8 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"{PROG}: unknown command {name!r}; one of: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
-    module = importlib.import_module(f"{__name__}.{COMMANDS[name][0]}")
-    return int(module.main(rest, prog=f"{PROG} {name}"))
+    module_name, function = COMMANDS[name][0].split(":")
+    return int(getattr(importlib.import_module(module_name), function)(rest))
 
 
 def console_main() -> None:

@@ -39,7 +39,3 @@ def main(argv: list[str] | None = None, prog: str = "microduck train") -> int:
         return 1
     return 0
 
-
-def alias_main() -> None:
-    """The old ``microduck-train`` console script."""
-    sys.exit(main(prog="microduck-train"))
