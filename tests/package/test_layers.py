@@ -197,6 +197,7 @@ def test_the_command_line_imports_nothing_heavy():
     assert facts == {"heavy": [], "env_changed": [], "tasks_loaded": False, "plotting": []}
 
 
+@pytest.mark.slow
 def test_loading_the_tasks_installs_the_hooks_before_registering():
     code = """
 import json

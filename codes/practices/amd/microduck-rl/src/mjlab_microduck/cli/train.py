@@ -38,4 +38,3 @@ def main(argv: list[str] | None = None, prog: str = "microduck train") -> int:
         print(f"{prog}: {record.error}", file=sys.stderr)
         return 1
     return 0
-

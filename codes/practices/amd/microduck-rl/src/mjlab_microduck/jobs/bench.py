@@ -44,7 +44,6 @@ import gc
 import io
 import math
 import os
-import re
 import sys
 import tempfile
 import time
@@ -56,7 +55,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from mjlab_microduck.compat import _hook
-from mjlab_microduck.runs import records
+from mjlab_microduck.runs import names, records
 from mjlab_microduck.runtime import backend as backend_of
 from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
 from mjlab_microduck.tasks.velocity import TASK_ID, UNGUARDED_TASK_ID
@@ -1343,8 +1342,10 @@ def request_from_args(args: argparse.Namespace) -> BenchRequest:
             f"--sections {args.sections!r}: unknown {', '.join(unknown) or '(none given)'}; "
             f"choose from {', '.join(SECTIONS)}"
         )
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", args.name):
-        raise ValueError(f"--name {args.name!r}: use letters, digits, '.', '_' or '-'")
+    try:
+        names.check_run_name(args.name)
+    except ValueError as err:
+        raise ValueError(f"--name: {err}") from None
     overrides: dict[str, Any] = {}
     for section in ("physics", "training", "fixes", "breakdown"):
         value = getattr(args, f"{section}_envs")

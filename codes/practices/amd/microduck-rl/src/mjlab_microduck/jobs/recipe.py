@@ -1,6 +1,6 @@
 """The book's full training recipe as named stages, each a driver run published into the book.
 
-``make results`` (or ``python -m mjlab_microduck.jobs.recipe``) regenerates every recorded result on
+``make results`` (or ``microduck recipe``) regenerates every recorded result on
 the reader's own GPU: the two smoke runs, the 500-iteration run, the resume to 1500, the
 discarded experiment, replays of the kept checkpoints, the diagnostics (doctor, contact check,
 interprocess-event probe) and the benchmark matrix. Results land in a new folder (by default
@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mjlab_microduck.jobs.train import TrainRequest, publish, run
-from mjlab_microduck.runs import records
+from mjlab_microduck.runs import names, records
 from mjlab_microduck.runs.names import checkpoint_iteration
 from mjlab_microduck.runtime import profiles
 from mjlab_microduck.tasks.velocity import TASK_ID, TUNING_OF_TASK, UNGUARDED_TASK_ID
@@ -167,26 +167,28 @@ def replay_published(results_root: Path, profile: profiles.Profile) -> list[Path
 
 def run_diagnostics(results_root: Path, profile: profiles.Profile) -> None:
     """Doctor JSON, contact check (stock and with the fault) and the IPC-event probe."""
-    import contextlib
-    import io
     import json
 
-    from mjlab_microduck.runtime import doctor
-    from mjlab_microduck.runtime import ipc_probe as ipc_event
+    from mjlab_microduck.runtime import doctor, ipc_probe
     from mjlab_microduck.runtime.contact_check import run_contact_check
 
     out = results_root / "diagnostics"
     out.mkdir(parents=True, exist_ok=True)
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        doctor.main(["--json", "--device", profile.device])
-    records.atomic_write_text(out / "doctor.json", buffer.getvalue())
+    report = doctor.gather(doctor.build_parser().parse_args(["--json", "--device", profile.device]))
+    records.atomic_write_text(
+        out / "doctor.json", json.dumps(report.to_json(), indent=2, default=str) + "\n"
+    )
     for frozen in (False, True):
         result = run_contact_check(device=profile.device, frozen_broadphase=frozen)
         name = "contact_frozen.json" if frozen else "contact.json"
         records.atomic_write_text(out / name, json.dumps(result.__dict__, indent=2, default=str))
     for ring in (1, 16):
-        ipc_event.main(["--reuses", "100", "--ring", str(ring), "--out", str(results_root)])
+        started_at = records.utc_now_iso()
+        probe = ipc_probe.run_probe(reuses=100, ring_size=ring)
+        command = ["microduck", "probe", "--reuses", "100", "--ring", str(ring)]
+        ipc_probe.write_probe_record(
+            probe, results_root, [*command, "--out", str(results_root)], started_at=started_at
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -219,6 +221,15 @@ def main(argv: list[str] | None = None) -> int:
     if "resume" in wanted and "main" not in wanted and args.resume_from is None:
         print("microduck-recipe: the resume stage needs main or --resume-from", file=sys.stderr)
         return 2
+    if args.resume_from is not None:
+        problem = None
+        if not args.resume_from.is_file():
+            problem = f"--resume-from {args.resume_from}: no such checkpoint"
+        elif not names.is_checkpoint_name(args.resume_from):
+            problem = f"--resume-from {args.resume_from}: not an rsl_rl checkpoint name"
+        if problem:
+            print(f"microduck-recipe: {problem}", file=sys.stderr)
+            return 2
     profile = profiles.current()
     results = args.results or records.new_run_dir(args.logs_root / "results", args.label)
     results.mkdir(parents=True, exist_ok=True)
@@ -248,7 +259,10 @@ def main(argv: list[str] | None = None) -> int:
     if "bench" in wanted:
         from mjlab_microduck.jobs import bench
 
-        bench.main(["--device", profile.device, "--out", str(results), "--name", "bench"])
+        request = bench.default_request(
+            profile.device, name="bench", out=results, profile=profile.name
+        )
+        bench.run(request)
     print(f"[recipe] results in {results}")
     return 0
 

@@ -130,6 +130,7 @@ def test_first_call_per_data_is_fresh_and_later_calls_are_frozen():
         assert details["frozen_broadphase_calls"] == 6
 
 
+@pytest.mark.slow
 def test_dropped_sphere_falls_through_in_both_modes_and_lands_without_fault():
     z, contacts = _simulate(_sphere_model(0.2), steps=200)
     assert contacts >= 1 and 0.045 <= z <= 0.055
@@ -170,6 +171,7 @@ def test_fault_vetoes_mjlab_graph_capture_and_releases_it(monkeypatch):
     assert Simulation._should_use_cuda_graph(cuda_sim) is True
 
 
+@pytest.mark.slow
 def test_env_var_is_honoured_when_the_tasks_load():
     code = (
         "import json, mjlab_microduck.tasks\n"
@@ -215,6 +217,7 @@ def _termination_counts(num_envs: int, steps: int) -> dict[str, int]:
         env.close()
 
 
+@pytest.mark.slow
 def test_microduck_sinks_and_below_ground_fires_with_the_fault():
     with faults.frozen_broadphase():
         counts = _termination_counts(num_envs=4, steps=40)
@@ -222,6 +225,7 @@ def test_microduck_sinks_and_below_ground_fires_with_the_fault():
     assert counts["nan_state"] == 0  # the dangerous part: numbers stay finite
 
 
+@pytest.mark.slow
 def test_microduck_never_goes_below_ground_without_the_fault():
     counts = _termination_counts(num_envs=4, steps=40)
     assert counts["below_ground"] == 0

@@ -23,12 +23,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 HTML = REPO / "_build" / "html"
 IN_CI = bool(os.environ.get("CI"))
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 BOOK_TITLE = yaml.safe_load((REPO / "_config.yml").read_text())["title"]
+
+# A headless browser over the built book: seconds per page, and the book must be built first.
+pytestmark = pytest.mark.slow
 
 
 def _skip_or_fail(message: str) -> None:

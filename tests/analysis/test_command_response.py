@@ -85,6 +85,7 @@ def test_plot_response_draws_the_measured_points_and_both_guides():
     assert list(measured.get_ydata()) == [0.0, 0.1, 0.2]
 
 
+@pytest.mark.slow
 def test_the_published_stepping_policy_walks_one_pace_whatever_the_command():
     """Chapter 6's finding, on this CPU: told to stand or to go 0.4 m/s, the stepping policy
     goes forward at about the same speed; the commands do reach it (it turns differently)."""
@@ -101,6 +102,7 @@ def test_the_published_stepping_policy_walks_one_pace_whatever_the_command():
     assert abs(turn_standing - turn_fast) > 0.2
 
 
+@pytest.mark.slow
 def test_the_published_recipe_policy_stands_when_told_and_speeds_up_when_told():
     """Chapter 6's sweep of the recipe run's last checkpoint, on this CPU: still under a zero
     command, walking faster under 0.4 than under 0.15 m/s (measured 0.001, 0.087, 0.183)."""

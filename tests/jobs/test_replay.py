@@ -39,7 +39,7 @@ from mjlab_microduck.jobs import replay
 from mjlab_microduck.jobs.replay import ReplayError, ReplayRequest, compute_metrics
 from mjlab_microduck.runs import records
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PKG = REPO / "codes/practices/amd/microduck-rl"
 SCRIPT = PKG / "scripts/render_mjlab_checkpoint.py"
 RESULTS = REPO / "book/results"
@@ -237,6 +237,7 @@ def test_a_failure_after_the_run_directory_exists_removes_it(tmp_path, monkeypat
     assert list(out.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_cli_script_gives_one_line_for_a_checkpoint_that_does_not_fit(bad_checkpoints, tmp_path):
     """The thin script, in a fresh process: building the environment prints mjlab's warnings
     and Warp's driver notice on stderr, which must not bury the one line of a bad input."""
@@ -272,6 +273,7 @@ def _video_codec_and_size(path: Path) -> tuple[str, str]:
     return codec, f"{size} {pix_fmt}"
 
 
+@pytest.mark.slow
 def test_short_replay_writes_h264_mp4_and_a_verified_record(tmp_path):
     import imageio_ffmpeg
 
@@ -300,6 +302,7 @@ def test_short_replay_writes_h264_mp4_and_a_verified_record(tmp_path):
     ]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("device", CPU_AND_GPU)
 def test_published_model_499_stands_for_4_seconds(device):
     """The book's protocol: 200 frames, seed 42, lin_vel_x 0.15 m/s, no video."""
@@ -316,6 +319,7 @@ def test_published_model_499_stands_for_4_seconds(device):
     assert acceptance.verdict(m.__dict__).stable
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("device", CPU_AND_GPU)
 def test_the_published_recipe_checkpoint_walks_by_the_protocol(device):
     """#6's test and acceptance: the last checkpoint of the recipe run, replayed by the protocol
@@ -334,6 +338,7 @@ def test_the_published_recipe_checkpoint_walks_by_the_protocol(device):
     assert acceptance.verdict(m.__dict__).walks
 
 
+@pytest.mark.slow
 def test_the_same_checkpoint_sinks_with_the_fault_on():
     request = ReplayRequest(
         checkpoint=MODEL_499, frames=50, video=False, frozen_broadphase=True,

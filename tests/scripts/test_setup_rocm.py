@@ -2,9 +2,9 @@
 
 No machine this runs on has an AMD GPU, ROCm or uv, so each test copies the script into a
 temporary copy of the module folder and runs it with PATH holding only the stubs in
-tests/stubs/ (plus bash and nproc). The stubs log every call; the tests assert on exit codes,
-messages, the logged argv and what was (not) written. The verification step's Python really
-runs, against the fake torch and warp in tests/stubs/fake_site.
+tests/scripts/stubs/ (plus bash and nproc). The stubs log every call; the tests assert on exit
+codes, messages, the logged argv and what was (not) written. The verification step's Python really
+runs, against the fake torch and warp in tests/scripts/stubs/fake_site.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MODULE_REL = Path("codes/practices/amd/microduck-rl")
 SCRIPT = REPO / MODULE_REL / "scripts" / "setup_rocm.sh"
 REQUIREMENTS = REPO / "requirements-rocm.txt"

@@ -16,7 +16,7 @@ import jupytext
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / "_build"
 HTML = BUILD / "html"
 CACHE = BUILD / ".jupyter_cache"

@@ -109,6 +109,7 @@ def test_hook_skips_textures_for_raycast_only_context_on_hip(hip_sim, mjm):
     assert render_textures.status().details["contexts_without_textures"] == 1
 
 
+@pytest.mark.slow
 def test_raycasts_work_through_a_context_without_textures(hip_sim, mjm):
     import mujoco_warp as mjw
 

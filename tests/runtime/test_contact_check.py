@@ -16,7 +16,7 @@ from mjlab_microduck.runtime import contact_check
 from mjlab_microduck.runtime.contact_check import ContactCheckResult, run_contact_check
 
 SCRIPT = (
-    Path(__file__).resolve().parents[1]
+    Path(__file__).resolve().parents[2]
     / "codes/practices/amd/microduck-rl/scripts/check_rocm_contacts.py"
 )
 
@@ -28,6 +28,7 @@ def fault_off():
     faults.disable()
 
 
+@pytest.mark.slow
 def test_sphere_lands_on_cpu():
     result = run_contact_check(device="cpu")
     assert isinstance(result, ContactCheckResult)
@@ -43,6 +44,7 @@ def test_sphere_lands_on_cpu():
     assert result.frozen_broadphase is False
 
 
+@pytest.mark.slow
 def test_sphere_falls_through_with_the_fault():
     result = run_contact_check(device="cpu", frozen_broadphase=True)
     assert result.passed is False
@@ -79,6 +81,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_cli_json_pass_and_exit_zero():
     proc = _cli("--device", "cpu", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -88,6 +91,7 @@ def test_cli_json_pass_and_exit_zero():
     assert set(result) == set(expected_keys)
 
 
+@pytest.mark.slow
 def test_cli_fault_prints_values_and_exits_one():
     proc = _cli("--frozen-broadphase")
     assert proc.returncode == 1

@@ -210,3 +210,41 @@ def test_cli_bad_input_is_one_line_and_exit_2(argv, fragment, capsys, fake):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("microduck-recipe: ") and fragment in err
     assert fake.requests == []
+
+
+def test_diagnostics_call_the_diagnostics_and_write_their_results(tmp_path, monkeypatch):
+    """The stage calls doctor, contact check and probe as functions (no captured CLI output)."""
+    import json
+    from types import SimpleNamespace
+
+    from mjlab_microduck.runtime import contact_check, doctor, ipc_probe
+
+    asked = {}
+
+    def gather(args):
+        asked["doctor"] = (args.json, args.device)
+        return SimpleNamespace(to_json=lambda: {"checks": ["ok"]})
+
+    def drop(device, frozen_broadphase):
+        return SimpleNamespace(device=device, passed=not frozen_broadphase)
+
+    def probe(reuses, ring_size):
+        return SimpleNamespace(reuses=reuses, ring=ring_size)
+
+    def write(result, out_root, command, started_at):
+        asked.setdefault("probes", []).append((result.ring, command[:2], out_root))
+        return out_root / f"probe_{result.ring}"
+
+    monkeypatch.setattr(doctor, "gather", gather)
+    monkeypatch.setattr(contact_check, "run_contact_check", drop)
+    monkeypatch.setattr(ipc_probe, "run_probe", probe)
+    monkeypatch.setattr(ipc_probe, "write_probe_record", write)
+    recipe.run_diagnostics(tmp_path, profiles.get("ci"))
+
+    out = tmp_path / "diagnostics"
+    assert asked["doctor"] == (True, "cpu")
+    assert json.loads((out / "doctor.json").read_text()) == {"checks": ["ok"]}
+    assert json.loads((out / "contact.json").read_text())["passed"] is True
+    assert json.loads((out / "contact_frozen.json").read_text())["passed"] is False
+    assert asked["probes"] == [(1, ["microduck", "probe"], tmp_path),
+                               (16, ["microduck", "probe"], tmp_path)]  # fmt: skip

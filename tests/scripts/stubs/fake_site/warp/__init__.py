@@ -1,4 +1,4 @@
-"""Fake ``warp`` for tests/test_setup_rocm.py, shaped like the ROCm fork's device API.
+"""Fake ``warp`` for tests/scripts/test_setup_rocm.py, shaped like the ROCm fork's device API.
 
 The fork adds ``Device.is_hip`` and ``Device.arch_str``; FAKE_WARP_HIP=0 makes the device a
 non-HIP one (as with NVIDIA's warp-lang), FAKE_WARP_ARCH sets its architecture string.

@@ -14,7 +14,7 @@ from mjlab_microduck.book import plots, tables
 from mjlab_microduck.cli import main as cli_main
 from mjlab_microduck.runs import records
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def make_provenance(**overrides) -> records.Provenance:

@@ -102,6 +102,7 @@ def resumed(first, logs_root):
 # ----------------------------------------------------------------------------- from scratch
 
 
+@pytest.mark.slow
 def test_run_writes_checkpoints_events_and_an_ok_record(first, logs_root):
     run_dir, record, stream = first
     assert run_dir.parent == logs_root and run_dir.name.endswith("_drv")
@@ -122,6 +123,7 @@ def test_run_writes_checkpoints_events_and_an_ok_record(first, logs_root):
     assert "Learning iteration 1/2" in (run_dir / TRAIN_LOG).read_text()
 
 
+@pytest.mark.slow
 def test_csv_has_every_series_the_chapters_need(first):
     run_dir, record, _ = first
     scalars = pd.read_csv(run_dir / records.SCALARS_FILENAME, index_col="iteration")
@@ -132,6 +134,7 @@ def test_csv_has_every_series_the_chapters_need(first):
     assert scalars["Curriculum/standing_envs/rel_standing_envs"].iloc[0] == pytest.approx(0.02)
 
 
+@pytest.mark.slow
 def test_summary_is_computed_from_the_csv(first):
     run_dir, record, _ = first
     scalars = pd.read_csv(run_dir / records.SCALARS_FILENAME, index_col="iteration")
@@ -150,6 +153,7 @@ def test_summary_is_computed_from_the_csv(first):
 # ----------------------------------------------------------------------------- resume
 
 
+@pytest.mark.slow
 def test_resume_numbers_from_the_loaded_iteration(resumed):
     run_dir, record, checkpoint, _, stream = resumed
     log_dir = find_mjlab_log_dir(run_dir)
@@ -166,6 +170,7 @@ def test_resume_numbers_from_the_loaded_iteration(resumed):
     assert "Loading model checkpoint" in "".join(stream.lines)
 
 
+@pytest.mark.slow
 def test_resume_carries_the_curriculum_counter_and_leaves_the_source_alone(resumed):
     run_dir, _, checkpoint, before, _ = resumed
     staged = run_dir / "logs" / "rsl_rl" / "microduck_velocity" / RESUME_SOURCE_DIR
@@ -184,6 +189,7 @@ def test_resume_carries_the_curriculum_counter_and_leaves_the_source_alone(resum
 # ----------------------------------------------------------------------------- failures
 
 
+@pytest.mark.slow
 def test_unknown_task_leaves_a_failed_record(logs_root):
     run_dir, record = run(_request(logs_root, name="bad_task", task="No-Such-Task"),
                           stream=Quiet())  # fmt: skip
@@ -216,6 +222,7 @@ def test_two_runs_with_the_same_name_never_share_a_directory(tmp_path):
 # ----------------------------------------------------------------------------- slim + publish
 
 
+@pytest.mark.slow
 def test_slim_checkpoint_is_small_and_loads_into_the_task_actor(first, tmp_path):
     from mjlab.envs import ManagerBasedRlEnv
     from mjlab.rl import RslRlVecEnvWrapper
@@ -251,6 +258,7 @@ def test_slim_checkpoint_is_small_and_loads_into_the_task_actor(first, tmp_path)
         env.close()
 
 
+@pytest.mark.slow
 def test_publish_copies_record_csv_and_slim_checkpoints_only(first, tmp_path):
     run_dir, record, _ = first
     dest = tmp_path / "book_results" / "published"
@@ -361,6 +369,7 @@ def test_console_script_bad_input(tmp_path):
     assert not (tmp_path / "l").exists()
 
 
+@pytest.mark.slow
 def test_the_issue_smoke_command_runs_on_cpu(tmp_path):
     """#3's acceptance, verbatim: the ``train`` console script at 64 envs x 5 iterations on this
     CPU reports 7,680 transitions, nan_state 0 and falls, and writes a checkpoint (about 30 s)."""

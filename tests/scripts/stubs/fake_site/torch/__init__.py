@@ -1,4 +1,5 @@
-"""Fake ``torch`` for tests/test_setup_rocm.py: only what setup_rocm.sh's verification reads.
+"""Fake ``torch`` for tests/scripts/test_setup_rocm.py: only what setup_rocm.sh's verification
+reads.
 
 FAKE_TORCH_HIP sets ``torch.version.hip`` (empty: a CUDA or CPU build); FAKE_TORCH_GPU=0 makes
 ``torch.cuda.is_available()`` false, as on a machine whose GPU the runtime cannot open.

@@ -35,6 +35,7 @@ def env():
     env.close()
 
 
+@pytest.mark.slow
 def test_tasks_registered_and_listed_by_mjlab_list_envs():
     assert TASK_ID in list_tasks() and UNGUARDED_TASK_ID in list_tasks()
     # The console script finds the task through the package's ``mjlab.tasks`` entry point; it
@@ -117,6 +118,7 @@ def test_the_stepping_preset_adds_its_reward_and_steps_finite():
     assert "single_stance" not in microduck_flat_env_cfg(tuning=BOOK).rewards
 
 
+@pytest.mark.slow
 def test_the_gait_preset_observes_its_clock_and_standing_earns_half_its_reward():
     env = _env(num_envs=2, tuning=GAIT_SLOW)
     try:

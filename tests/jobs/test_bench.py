@@ -24,7 +24,7 @@ from mjlab_microduck.jobs import bench
 from mjlab_microduck.runs import records
 from mjlab_microduck.tasks.velocity import TASK_ID, UNGUARDED_TASK_ID
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 # ---------------------------------------------------------------------------- fakes
@@ -589,6 +589,7 @@ def _check_quick_outputs(run_dir: Path, record: records.RunRecord, physics_sizes
     return frame
 
 
+@pytest.mark.slow
 def test_quick_run_on_cpu_writes_a_valid_record(tmp_path):
     run_dir, record = _run_quick("cpu", tmp_path / "bench")
     frame = _check_quick_outputs(run_dir, record, [4, 16], 16)

@@ -121,6 +121,7 @@ def _assert_gone(pid):
         os.kill(pid, 0)
 
 
+@pytest.mark.slow
 def test_hung_child_is_killed_within_the_time_limit(model_dir):
     # The child hangs at reuse 3 and ignores SIGTERM: only SIGKILL can reap it.
     backend = emulated(model_dir, hang_at=3, hang_ignores_sigterm=True)
@@ -137,6 +138,7 @@ def test_hung_child_is_killed_within_the_time_limit(model_dir):
     _assert_gone(result.extra["child_pid"])
 
 
+@pytest.mark.slow
 def test_hung_child_that_obeys_sigterm_is_terminated(model_dir):
     backend = emulated(model_dir, hang_at=0)
     result = run_probe(reuses=5, timeout_s=3.0, backend=backend, isolation="process",

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Sourced by the stub executables of tests/test_setup_rocm.py. Each call appends one line to
+# Sourced by the stub executables of tests/scripts/test_setup_rocm.py. Each call appends one line to
 # $STUB_LOG, tab-separated: tool, working directory, HIP_VISIBLE_DEVICES (or <unset>), then
 # every argument, so the tests can assert on exact argv, cwd and what the environment passed on.
 stub_log() {

@@ -1,0 +1,11 @@
+"""Shared test set-up: the helpers at the top of ``tests/`` (``fakes.py``) are importable from
+every layer's folder, as they were when the suite was one flat folder."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))
