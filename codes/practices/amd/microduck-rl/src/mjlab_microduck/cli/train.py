@@ -10,6 +10,11 @@ import sys
 
 from mjlab_microduck.cli._common import Refused, parse, refuse
 
+DESCRIPTION = (
+    "Train a MicroDuck task with mjlab/rsl_rl and write a run record. Defaults are the sizes"
+    " and device of the profile in force (MICRODUCK_PROFILE)."
+)
+
 
 def main(argv: list[str] | None = None, prog: str = "microduck train") -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -28,7 +33,7 @@ def main(argv: list[str] | None = None, prog: str = "microduck train") -> int:
             profile=profile.name,
         )
         request = train.validate(
-            parse(train.TrainRequest, argv, prog, default=default, description=train.__doc__)
+            parse(train.TrainRequest, argv, prog, default=default, description=DESCRIPTION)
         )
     except (Refused, ValueError) as err:
         return refuse(prog, err)

@@ -42,19 +42,31 @@ class TrainRequest:
     """One training run, in the terms the book uses."""
 
     name: str
+    """run name (letters, digits, '.', '_', '-'); the run folder is <UTC stamp>_<name>"""
     # tasks.velocity.TASK_ID, spelled out: importing the tasks loads mjlab, which a request
     # (and ``microduck train --help``) must not wait for. A test checks that the two agree.
     task: str = "Mjlab-Velocity-Flat-MicroDuck"
+    """a registered mjlab task (``list-envs`` lists them)"""
     num_envs: int = 64
+    """parallel environments (per GPU when several GPUs train)"""
     iterations: int = 5
+    """PPO iterations (a resume counts additional ones)"""
     seed: int = 42
+    """env and agent seed (rank r of several GPUs gets seed + r)"""
     save_interval: int = 100
+    """save a checkpoint every this many iterations (and the last one)"""
     device: str = "cpu"
+    """cpu, cuda or cuda:N (a ROCm build of torch also says cuda)"""
     logs_root: Path = Path("logs")
+    """where the run folder is made (git-ignored)"""
     resume_from: Path | None = None
+    """an rsl_rl checkpoint (model_<iteration>.pt) to continue from"""
     frozen_broadphase: bool = False
+    """fault injection: reuse the first step's broadphase list (chapter 7)"""
     profile: str | None = None
+    """the run-size profile recorded with the run (ci or full)"""
     extra_args: list[str] = field(default_factory=list)
+    """further arguments for mjlab's train, in its own syntax"""
     gpu_ids: tuple[int, ...] | None = None
     """Several GPUs of one host: mjlab launches one process per GPU (torchrunx) and seeds
     rank r with ``seed + r``. None means the single device in ``device``."""
