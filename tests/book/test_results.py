@@ -257,7 +257,8 @@ def test_env_vars_point_at_other_folders(tmp_path, monkeypatch):
     monkeypatch.setenv(results.RECIPE_RESULTS_ENV_VAR, str(recipe_dir))
     record, scalars = results.load_published("copy")
     assert record.run_id.endswith("smoke_64x5") and len(scalars) == 5
-    assert results.has_published("copy") and not results.has_published("h200_train_500")
+    with pytest.raises(records.RecordError, match="no such record file"):
+        results.load_published("h200_train_500")  # published in the default folder only
     run = results.recipe_run("train_500")
     assert run is not None and run.log_dir is None and run.checkpoints[-1] == "model_499.pt"
     assert results.recipe_run("resume_1500") is None
@@ -271,15 +272,9 @@ def test_book_logs_root_is_git_ignored_logs():
     assert "logs/" in (results.repo_root() / ".gitignore").read_text().splitlines()
 
 
-def test_resume_record_is_complete_or_absent():
-    """Nothing half-made is ever published under the resume's name: either the folder is
-    absent (chapter 5 then says the recorded resume is pending) or it holds an ok record that
-    resumed from model_499 and continues the iteration numbering."""
-    folder = results.results_root() / "h200_resume_1500"
-    assert folder.exists() == results.has_published("h200_resume_1500")
-    if not folder.exists():
-        assert not any(p.name.startswith("h200_resume") for p in results.results_root().iterdir())
-        return
+def test_the_published_resume_is_complete():
+    """Chapter 5 reads the published resume without a fallback, so it must be there, ok, and
+    resumed from model_499 with the iteration numbering continued."""
     record, scalars = results.load_published("h200_resume_1500")
     assert record.status == "ok" and record.config["resume_from_iteration"] == 499
     assert isinstance(scalars, pd.DataFrame) and scalars.index.min() == 499

@@ -100,11 +100,6 @@ def book_logs_root(chapter: str) -> Path:
     return (root if root is not None else Path.cwd()) / "logs" / "book" / chapter
 
 
-def has_published(name: str) -> bool:
-    """True when ``book/results/<name>/record.json`` exists."""
-    return (results_root() / name / records.RECORD_FILENAME).is_file()
-
-
 # --------------------------------------------------------------------------- loading runs
 
 
