@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from mjlab_microduck.book.results import expected_checkpoints
+from mjlab_microduck.cli.recipe import main as recipe_cli
 from mjlab_microduck.jobs import recipe
 from mjlab_microduck.runs import records
 from mjlab_microduck.runs.names import checkpoint_iteration
@@ -166,7 +167,7 @@ def test_main_hands_its_last_checkpoint_to_the_resume(fake, tmp_path, monkeypatc
     monkeypatch.setenv(profiles.PROFILE_ENV_VAR, "ci")
     ci = profiles.get("ci")
     logs = tmp_path / "logs"
-    assert recipe.main(["--stages", "main,resume", "--logs-root", str(logs),
+    assert recipe_cli(["--stages", "main,resume", "--logs-root", str(logs),
                         "--label", "test"]) == 0  # fmt: skip
     main_request, resume_request = fake.requests
     assert main_request.resume_from is None
@@ -183,7 +184,7 @@ def test_main_hands_its_last_checkpoint_to_the_resume(fake, tmp_path, monkeypatc
 def test_seed_and_task_reach_both_training_stages(fake, tmp_path, monkeypatch):
     monkeypatch.setenv(profiles.PROFILE_ENV_VAR, "ci")
     task = f"{TASK_ID}-ForwardTrackingTuning"
-    assert recipe.main(["--stages", "main,resume", "--logs-root", str(tmp_path / "logs"),
+    assert recipe_cli(["--stages", "main,resume", "--logs-root", str(tmp_path / "logs"),
                         "--task", task, "--seed", "7"]) == 0  # fmt: skip
     assert [(r.task, r.seed) for r in fake.requests] == [(task, 7), (task, 7)]
 
@@ -193,7 +194,7 @@ def test_recipe_never_publishes_over_an_existing_result(fake, tmp_path, monkeypa
     results_dir = tmp_path / "results"
     (results_dir / "smoke_16x3").mkdir(parents=True)
     with pytest.raises(FileExistsError):
-        recipe.main(["--stages", "smoke", "--logs-root", str(tmp_path / "logs"),
+        recipe_cli(["--stages", "smoke", "--logs-root", str(tmp_path / "logs"),
                      "--results", str(results_dir)])  # fmt: skip
     assert list((results_dir / "smoke_16x3").iterdir()) == []
 
@@ -203,13 +204,17 @@ def test_recipe_never_publishes_over_an_existing_result(fake, tmp_path, monkeypa
     [
         (["--stages", "smoke,walk"], "unknown stage(s): walk"),
         (["--stages", "resume"], "the resume stage needs main or --resume-from"),
+        (["--stages", "resume", "--resume-from", "/no/model_4.pt"], "no such checkpoint"),
+        (["--task", "Nope"], "--task 'Nope': one of"),
+        (["--label", "a/b"], "run name 'a/b'"),
     ],
 )
-def test_cli_bad_input_is_one_line_and_exit_2(argv, fragment, capsys, fake):
-    assert recipe.main(argv) == 2
+def test_cli_bad_input_is_one_line_and_exit_2(argv, fragment, capsys, fake, tmp_path):
+    assert recipe_cli([*argv, "--logs-root", str(tmp_path / "logs")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("microduck-recipe: ") and fragment in err
+    assert err.count("\n") == 1 and err.startswith("microduck recipe: ") and fragment in err
     assert fake.requests == []
+    assert not (tmp_path / "logs").exists()
 
 
 def test_diagnostics_call_the_diagnostics_and_write_their_results(tmp_path, monkeypatch):

@@ -29,7 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "run the gait test on a checkpoint and write its record",
     ),
     "recipe": (
-        "mjlab_microduck.jobs.recipe:main",
+        "mjlab_microduck.cli.recipe:main",
         "regenerate every recorded result of the book into logs/results/",
     ),
     "bench": (

@@ -13,8 +13,6 @@ otherwise idle GPU: it measures throughput.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -191,55 +189,60 @@ def run_diagnostics(results_root: Path, profile: profiles.Profile) -> None:
         )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="microduck-recipe", description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--stages", default="smoke,main,resume,experiment",
-        help="comma-separated subset of " + ", ".join(ALL_STAGES),
-    )  # fmt: skip
-    parser.add_argument("--logs-root", type=Path, default=Path("logs"))
-    parser.add_argument(
-        "--results", type=Path, help="results folder (default: a new one in logs/results)"
-    )
-    parser.add_argument(
-        "--label", default="local", help="machine label for the results folder name"
-    )
-    parser.add_argument("--resume-from", type=Path, help="checkpoint for the resume stage")
-    parser.add_argument(
-        "--task", default=TASK_ID, choices=sorted(TUNING_OF_TASK),
-        help="task of the main and resume stages (a tuning preset to compare)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--seed", type=int, default=42, help="env and agent seed of the main and resume stages"
-    )
-    args = parser.parse_args(argv)
-    wanted = [s.strip() for s in args.stages.split(",") if s.strip()]
+@dataclass(frozen=True)
+class RecipeRequest:
+    """Which stages of the recipe to run, and where their results go."""
+
+    stages: str = "smoke,main,resume,experiment"
+    """comma-separated subset of smoke, main, resume, experiment, replay, diagnostics, bench"""
+    logs_root: Path = Path("logs")
+    """where the runs are made (git-ignored)"""
+    results: Path | None = None
+    """results folder (default: a new one in <logs-root>/results)"""
+    label: str = "local"
+    """machine label for the results folder name"""
+    resume_from: Path | None = None
+    """checkpoint for the resume stage (default: the main stage's last)"""
+    task: str = TASK_ID
+    """task of the main and resume stages (a tuning preset to compare)"""
+    seed: int = 42
+    """env and agent seed of the main and resume stages"""
+
+    def stage_list(self) -> list[str]:
+        return [s.strip() for s in self.stages.split(",") if s.strip()]
+
+
+def validate(request: RecipeRequest) -> RecipeRequest:
+    """Refuse bad input before a folder is made (``ValueError``, one line)."""
+    wanted = request.stage_list()
     unknown = set(wanted) - set(ALL_STAGES)
-    if unknown:
-        print(f"microduck-recipe: unknown stage(s): {', '.join(sorted(unknown))}", file=sys.stderr)
-        return 2
-    if "resume" in wanted and "main" not in wanted and args.resume_from is None:
-        print("microduck-recipe: the resume stage needs main or --resume-from", file=sys.stderr)
-        return 2
-    if args.resume_from is not None:
-        problem = None
-        if not args.resume_from.is_file():
-            problem = f"--resume-from {args.resume_from}: no such checkpoint"
-        elif not names.is_checkpoint_name(args.resume_from):
-            problem = f"--resume-from {args.resume_from}: not an rsl_rl checkpoint name"
-        if problem:
-            print(f"microduck-recipe: {problem}", file=sys.stderr)
-            return 2
+    if unknown or not wanted:
+        raise ValueError(f"unknown stage(s): {', '.join(sorted(unknown)) or '(none given)'}")
+    if "resume" in wanted and "main" not in wanted and request.resume_from is None:
+        raise ValueError("the resume stage needs main or --resume-from")
+    if request.resume_from is not None:
+        if not request.resume_from.is_file():
+            raise ValueError(f"--resume-from {request.resume_from}: no such checkpoint")
+        checkpoint_iteration(request.resume_from)
+    if request.task not in TUNING_OF_TASK:
+        raise ValueError(f"--task {request.task!r}: one of {', '.join(sorted(TUNING_OF_TASK))}")
+    names.check_run_name(request.label)
+    return request
+
+
+def run_recipe(request: RecipeRequest) -> Path:
+    """Run the requested stages in order; returns the results folder."""
+    wanted = validate(request).stage_list()
     profile = profiles.current()
-    results = args.results or records.new_run_dir(args.logs_root / "results", args.label)
+    results = request.results or records.new_run_dir(request.logs_root / "results", request.label)
     results.mkdir(parents=True, exist_ok=True)
-    checkpoint = args.resume_from
+    checkpoint = request.resume_from
     if "smoke" in wanted:
         for stage in smoke_stages(profile):
-            run_stage(stage, args.logs_root, results, profile)
+            run_stage(stage, request.logs_root, results, profile)
     if "main" in wanted:
         main_run = run_stage(
-            main_stage(profile, args.task, args.seed), args.logs_root, results, profile
+            main_stage(profile, request.task, request.seed), request.logs_root, results, profile
         )
         record = records.load_record(main_run)
         from mjlab_microduck.jobs.train import find_mjlab_log_dir
@@ -247,11 +250,11 @@ def main(argv: list[str] | None = None) -> int:
         checkpoint = find_mjlab_log_dir(main_run) / str(record.summary["last_checkpoint"])
     if "resume" in wanted:
         assert checkpoint is not None
-        stage = resume_stage(profile, Path(checkpoint), args.task, args.seed)
-        run_stage(stage, args.logs_root, results, profile)
+        stage = resume_stage(profile, Path(checkpoint), request.task, request.seed)
+        run_stage(stage, request.logs_root, results, profile)
     if "experiment" in wanted:
         for stage in experiment_stages(profile):
-            run_stage(stage, args.logs_root, results, profile)
+            run_stage(stage, request.logs_root, results, profile)
     if "replay" in wanted:
         replay_published(results, profile)
     if "diagnostics" in wanted:
@@ -259,13 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     if "bench" in wanted:
         from mjlab_microduck.jobs import bench
 
-        request = bench.default_request(
+        request_bench = bench.default_request(
             profile.device, name="bench", out=results, profile=profile.name
         )
-        bench.run(request)
+        bench.run(request_bench)
     print(f"[recipe] results in {results}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return results

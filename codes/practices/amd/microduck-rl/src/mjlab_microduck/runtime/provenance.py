@@ -468,26 +468,3 @@ def collect(
     return collect_report(
         profile=profile, command=command, device=device, machine_label=machine_label
     ).provenance
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m mjlab_microduck.runtime.provenance [--device D]``: print the block as JSON."""
-    import argparse
-    import json
-
-    parser = argparse.ArgumentParser(prog="python -m mjlab_microduck.runtime.provenance")
-    parser.add_argument("--device", default=None)
-    parser.add_argument("--profile", default=None)
-    args = parser.parse_args(argv)
-    report = collect_report(profile=args.profile, device=args.device)
-    print(
-        json.dumps(
-            {"provenance": report.provenance.model_dump(mode="json"), "notes": report.notes},
-            indent=2,
-        )
-    )
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,22 @@
+"""``microduck recipe``: the options are the fields of
+:class:`~mjlab_microduck.jobs.recipe.RecipeRequest`, checked before any folder is made."""
+
+from __future__ import annotations
+
+import sys
+
+from mjlab_microduck.cli._common import Refused, parse, refuse
+
+DESCRIPTION = "Regenerate the book's recorded results on this machine (into logs/results/)."
+
+
+def main(argv: list[str] | None = None, prog: str = "microduck recipe") -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    from mjlab_microduck.jobs import recipe
+
+    try:
+        request = recipe.validate(parse(recipe.RecipeRequest, argv, prog, description=DESCRIPTION))
+    except (Refused, ValueError) as err:
+        return refuse(prog, err)
+    recipe.run_recipe(request)
+    return 0
