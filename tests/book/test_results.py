@@ -18,8 +18,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
+from mjlab_microduck.analysis.training import summarize  # noqa: E402
 from mjlab_microduck.book import results  # noqa: E402
-from mjlab_microduck.jobs.train import summarize  # noqa: E402
 from mjlab_microduck.runs import records
 from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV  # noqa: E402
 from mjlab_microduck.tasks.velocity import TASK_ID, UPSTREAM_TUNING_TASK_ID  # noqa: E402
@@ -39,7 +39,7 @@ def test_the_published_training_records_are_found():
 def test_record_summary_equals_summarize_of_its_csv(name):
     record, scalars = results.load_published(name)
     assert scalars.index.name == "iteration"
-    recomputed = summarize(scalars, int(record.config["num_envs"]))
+    recomputed = summarize(scalars, int(record.config["num_envs"]), STEPS_PER_ENV)
     numeric = {k: v for k, v in recomputed.items() if v is not None}
     for key, value in numeric.items():
         assert record.summary[key] == pytest.approx(value, rel=1e-9, abs=1e-9), key

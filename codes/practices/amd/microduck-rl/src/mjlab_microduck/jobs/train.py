@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from mjlab_microduck.analysis.training import summarize
 from mjlab_microduck.runs import names, records
 from mjlab_microduck.runs.names import checkpoint_iteration, is_checkpoint_name
 from mjlab_microduck.runtime import backend
@@ -153,52 +154,6 @@ def list_checkpoints(log_dir: str | Path) -> list[Path]:
     """Checkpoints of one mjlab log directory, in iteration order."""
     found = [p for p in Path(log_dir).glob("model_*.pt") if is_checkpoint_name(p)]
     return sorted(found, key=checkpoint_iteration)
-
-
-def summarize(scalars: pd.DataFrame, num_envs: int, steps_per_env: int | None = None) -> dict:
-    """The reference chapter's training table, computed from exported scalars.
-
-    ``transitions`` counts env steps collected by this run only (iterations x envs x steps).
-    Termination terms are rsl_rl's per-iteration means of mjlab's per-reset counts; the guard
-    terms are reported as their maximum and the number of iterations where they were non-zero,
-    since "0 in every iteration" is the claim the book makes about them.
-    """
-    summary: dict[str, float | int | None] = {}
-    iterations = len(scalars)
-    summary["iterations"] = iterations
-    summary["first_iteration"] = int(scalars.index.min()) if iterations else None
-    summary["last_iteration"] = int(scalars.index.max()) if iterations else None
-    if steps_per_env is None:
-        from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV as steps_per_env
-    summary["transitions"] = iterations * num_envs * steps_per_env
-
-    def first_last_best(column: str, key: str) -> None:
-        series = scalars[column].dropna() if column in scalars else pd.Series(dtype=float)
-        summary[f"{key}_first"] = float(series.iloc[0]) if len(series) else None
-        summary[f"{key}_last"] = float(series.iloc[-1]) if len(series) else None
-        summary[f"{key}_best"] = float(series.max()) if len(series) else None
-
-    first_last_best("Train/mean_reward", "reward")
-    first_last_best("Train/mean_episode_length", "episode_length")
-    first_last_best("Perf/total_fps", "throughput")
-    if "wall_time" in scalars and iterations > 1:
-        summary["wall_time_first_to_last_s"] = float(
-            scalars["wall_time"].iloc[-1] - scalars["wall_time"].iloc[0]
-        )
-    for column in scalars.columns:
-        if column.startswith("Episode_Termination/"):
-            term = column.split("/", 1)[1]
-            series = scalars[column].fillna(0.0)
-            summary[f"{term}_last"] = float(series.iloc[-1])
-            summary[f"{term}_max"] = float(series.max())
-            summary[f"{term}_nonzero_iterations"] = int((series > 0).sum())
-    for column, key in (
-        ("Metrics/twist/error_vel_xy", "error_vel_xy_last"),
-        ("Metrics/twist/error_vel_yaw", "error_vel_yaw_last"),
-    ):
-        if column in scalars and scalars[column].notna().any():
-            summary[key] = float(scalars[column].dropna().iloc[-1])
-    return summary
 
 
 def find_mjlab_log_dir(run_dir: Path) -> Path:
@@ -335,7 +290,7 @@ def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
         checkpoints = list_checkpoints(log_dir)
         if not checkpoints:
             raise RuntimeError(f"{log_dir}: training wrote no checkpoint")
-        summary = summarize(scalars, request.num_envs)
+        summary = summarize(scalars, request.num_envs, STEPS_PER_ENV)
         summary["checkpoints"] = ",".join(p.name for p in checkpoints)
         summary["last_checkpoint"] = checkpoints[-1].name
         record = record.model_copy(
