@@ -26,6 +26,9 @@ import json
 import sys
 from dataclasses import asdict, dataclass
 
+from mjlab_microduck.runtime import backend
+from mjlab_microduck.runtime.backend import DeviceError
+
 SPHERE_RADIUS_M = 0.05
 START_HEIGHT_M = 0.2
 TIMESTEP_S = 0.005
@@ -44,10 +47,6 @@ _SCENE_XML = f"""
   </worldbody>
 </mujoco>
 """
-
-
-class DeviceError(RuntimeError):
-    """The requested Warp device does not exist or is not acceptable."""
 
 
 @dataclass(frozen=True)
@@ -70,8 +69,11 @@ class ContactCheckResult:
 
 
 def resolve_device(device: str):  # -> warp Device
+    """The Warp device ``device`` names; :class:`DeviceError` (one line) for a malformed name or
+    one this machine's Warp does not have (the drop runs on Warp, so Warp decides)."""
     import warp as wp
 
+    backend.parse_device(device)
     try:
         return wp.get_device(device)
     except (ValueError, RuntimeError) as exc:
