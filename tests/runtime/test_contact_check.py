@@ -113,6 +113,14 @@ def test_main_unknown_device_is_one_clear_line(capsys):
     assert len(lines) == 1 and lines[0].startswith("error: Warp device 'cuda:7'")
 
 
+def test_main_malformed_device_is_the_same_line_as_everywhere(capsys):
+    assert contact_check.main(["--device", "gpu0"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == [
+        "error: device 'gpu0': expected cpu, cuda or cuda:N (ROCm torch also says cuda)"
+    ]
+
+
 def test_main_rejects_nonpositive_steps(capsys):
     assert contact_check.main(["--steps", "0"]) == 2
     assert capsys.readouterr().err.startswith("error: --steps must be >= 1")
