@@ -1,8 +1,8 @@
-"""microduck-bench: timing logic with a fake clock and fake envs, outputs, CLI, and a real run.
+"""microduck bench: timing logic with a fake clock and fake envs, outputs, CLI, and a real run.
 
 The fakes advance a fake clock by chosen costs (multiples of 1/8 s, exact in binary floating
 point), so every median, quartile, split and share below is asserted exactly. The slow test at
-the end runs ``microduck-bench --quick`` on the CPU and checks the record and CSV it writes; its
+the end runs ``microduck bench --quick`` on the CPU and checks the record and CSV it writes; its
 GPU sibling does the same on ``cuda:0`` and checks that mjlab's graph capture and the eager case
 were both measured.
 """
@@ -20,6 +20,8 @@ import numpy as np
 import pytest
 import torch
 
+from mjlab_microduck.cli._common import parse
+from mjlab_microduck.cli.bench import main as bench_cli
 from mjlab_microduck.jobs import bench
 from mjlab_microduck.runs import records
 from mjlab_microduck.tasks.velocity import TASK_ID, UNGUARDED_TASK_ID
@@ -491,7 +493,8 @@ def test_cli_arguments_reproduce_the_request(monkeypatch):
         "cpu", quick=True, name="again", out=Path("somewhere"), sections=("physics", "fixes"),
         physics_envs=(8, 32), repeats=4, machine_label="unit test", profile="ci",
     )  # fmt: skip
-    parsed = bench.request_from_args(bench.build_parser().parse_args(request.cli_args()))
+    default = bench.default_request("cpu")
+    parsed = parse(bench.BenchRequest, request.cli_args(), "microduck bench", default=default)
     assert parsed == request
 
 
@@ -508,39 +511,37 @@ def test_memory_probe_is_not_applicable_on_cpu():
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--device", "cpu", "--sections", "physics,bogus"], "unknown bogus"),
+        (["--device", "cpu", "--sections", "physics", "bogus"], "unknown bogus"),
         (["--device", "tpu"], "expected cpu, cuda or cuda:N"),
-        (["--device", "cpu", "--physics-envs", "0,16"], "positive integers"),
-        (["--device", "cpu", "--training-envs", "a,b"], "comma-separated"),
+        (["--device", "cpu", "--physics-envs", "0", "16"], "positive integers"),
+        (["--device", "cpu", "--training-envs", "a", "b"], "--training-envs"),
         (["--device", "cpu", "--training-warmup", "0"], "at least 1"),
-        (["--device", "cpu", "--name", "bad name"], "--name"),
+        (["--device", "cpu", "--name", "bad name"], "run name 'bad name'"),
+        (["--device", "cpu", "--task", "Nope"], "--task 'Nope' is not a registered task"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, message, capsys, tmp_path):
-    assert bench.main([*argv, "--out", str(tmp_path)]) == 2
+    assert bench_cli([*argv, "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("microduck-bench: ") and message in err
+    assert err.startswith("microduck bench: ") and message in err
     assert err.count("\n") == 1
     assert list(tmp_path.iterdir()) == []  # nothing was started
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without GPU")
 def test_gpu_device_without_gpu_is_refused(capsys, tmp_path):
-    assert bench.main(["--device", "cuda:0", "--out", str(tmp_path)]) == 2
+    assert bench_cli(["--device", "cuda:0", "--out", str(tmp_path)]) == 2
     assert "torch sees no GPU" in capsys.readouterr().err
-
-
-def test_publish_refuses_what_it_must(tmp_path, capsys):
-    assert bench.main(["publish", str(tmp_path / "missing"), str(tmp_path / "dest")]) == 1
-    assert "no such record file" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------- real runs
 
 
 def _run_quick(device: str, out: Path) -> tuple[Path, records.RunRecord]:
-    command = [sys.executable, "-m", "mjlab_microduck.jobs.bench", "--quick", "--device", device,
-               "--out", str(out), "--name", "quick"]  # fmt: skip
+    entry = "from mjlab_microduck.cli import console_main; console_main()"
+    microduck = [sys.executable, "-c", entry]
+    command = [*microduck, "bench", "--quick", "--device", device, "--out", str(out),
+               "--name", "quick"]  # fmt: skip
     proc = subprocess.run(
         command, capture_output=True, text=True, timeout=1200, cwd=REPO,
         env={**os.environ, "WANDB_MODE": "offline"},
@@ -553,7 +554,7 @@ def _run_quick(device: str, out: Path) -> tuple[Path, records.RunRecord]:
 
 def _check_quick_outputs(run_dir: Path, record: records.RunRecord, physics_sizes, n_train):
     assert record.kind == "bench" and record.status == "ok" and record.error is None
-    assert record.command[1:3] == ["-m", "mjlab_microduck.jobs.bench"]
+    assert record.command[:2] == ["microduck", "bench"]
     assert record.config["quick"] is True and record.config["task"] == TASK_ID
     records.verify_artifacts(record, run_dir)
     frame = bench.load_csv(run_dir / bench.CSV_FILENAME)

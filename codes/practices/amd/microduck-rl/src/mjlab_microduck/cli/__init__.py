@@ -33,8 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "regenerate every recorded result of the book into logs/results/",
     ),
     "bench": (
-        "mjlab_microduck.jobs.bench:main",
-        "benchmark physics, training and the fixes; 'publish' copies a run into the book",
+        "mjlab_microduck.cli.bench:main",
+        "benchmark physics, training and the fixes of this machine",
     ),
     "doctor": (
         "mjlab_microduck.runtime.doctor:main",

@@ -37,7 +37,6 @@ benchmark runs.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import functools
 import gc
@@ -801,40 +800,49 @@ def fix_context(case: FixCase) -> Iterator[None]:
         raise ValueError(f"unknown fix mode {case.mode!r}")
 
 
-def _parse_sizes(text: str) -> tuple[int, ...]:
-    try:
-        sizes = tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise ValueError(f"{text!r}: expected comma-separated env counts, e.g. 64,256") from None
-    if not sizes or any(n < 1 for n in sizes):
-        raise ValueError(f"{text!r}: env counts must be positive integers")
-    return sizes
-
-
 @dataclass(frozen=True)
 class BenchRequest:
     """One benchmark run. :func:`default_request` fills sizes for a device and mode."""
 
     name: str = "bench"
+    """run name (letters, digits, '.', '_', '-'); the run folder is <UTC stamp>_<name>"""
     device: str = "cpu"
+    """cpu, cuda or cuda:N (a ROCm build of torch also says cuda)"""
     out: Path = Path("logs/bench")
+    """where the run folder is made"""
     sections: tuple[str, ...] = SECTIONS
+    """which of physics, training, fixes, breakdown to measure"""
     quick: bool = False
+    """CI sizes (minutes on 2 CPU cores) instead of the device's full plan"""
     task: str = TASK_ID
+    """a registered mjlab task"""
     seed: int = 42
     physics_envs: tuple[int, ...] = (16, 64)
+    """env counts of the physics section"""
     training_envs: tuple[int, ...] = (64,)
+    """env counts of the training section"""
     fixes_envs: tuple[int, ...] = (16,)
+    """env counts of the fixes section"""
     breakdown_envs: tuple[int, ...] = (16,)
+    """env counts of the breakdown section"""
     warmup_steps: int = 5
+    """untimed env steps before physics/fixes timing"""
     repeats: int = 5
+    """timed repeats per physics/fixes configuration"""
     steps_per_repeat: int = 20
+    """env steps per timed repeat"""
     training_warmup: int = 1
+    """untimed PPO iterations before training timing (at least 1)"""
     training_iterations: int = 3
+    """timed PPO iterations per training configuration"""
     breakdown_warmup: int = 1
+    """untimed PPO iterations before the breakdown (at least 1)"""
     breakdown_iterations: int = 2
+    """timed PPO iterations of the breakdown"""
     machine_label: str | None = None
+    """a human label for the machine, kept in the record's provenance"""
     profile: str | None = None
+    """the run-size profile recorded with the run (ci or full)"""
 
     def config(self) -> dict[str, Any]:
         data = asdict(self)
@@ -843,25 +851,26 @@ class BenchRequest:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
 
     def cli_args(self) -> list[str]:
-        """The ``microduck-bench`` arguments that reproduce this request."""
+        """The ``microduck bench`` arguments that reproduce this request."""
         args = [
             "--name", self.name, "--device", self.device, "--out", str(self.out),
-            "--sections", ",".join(self.sections), "--task", self.task, "--seed", str(self.seed),
-            "--physics-envs", ",".join(map(str, self.physics_envs)),
-            "--training-envs", ",".join(map(str, self.training_envs)),
-            "--fixes-envs", ",".join(map(str, self.fixes_envs)),
-            "--breakdown-envs", ",".join(map(str, self.breakdown_envs)),
+            "--sections", *self.sections, "--task", self.task, "--seed", str(self.seed),
+            "--physics-envs", *map(str, self.physics_envs),
+            "--training-envs", *map(str, self.training_envs),
+            "--fixes-envs", *map(str, self.fixes_envs),
+            "--breakdown-envs", *map(str, self.breakdown_envs),
             "--warmup-steps", str(self.warmup_steps), "--repeats", str(self.repeats),
             "--steps-per-repeat", str(self.steps_per_repeat),
             "--training-warmup", str(self.training_warmup),
             "--training-iterations", str(self.training_iterations),
             "--breakdown-warmup", str(self.breakdown_warmup),
             "--breakdown-iterations", str(self.breakdown_iterations),
+            "--quick" if self.quick else "--no-quick",
         ]  # fmt: skip
-        if self.quick:
-            args.append("--quick")
         if self.machine_label:
             args += ["--machine-label", self.machine_label]
+        if self.profile:
+            args += ["--profile", self.profile]
         return args
 
 
@@ -896,6 +905,35 @@ def default_request(device: str = "cpu", quick: bool = False, **overrides: Any) 
     kind = "cpu" if device == "cpu" else "gpu"
     request = BenchRequest(device=device, quick=quick, **_PLANS[(kind, quick)])
     return replace(request, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def validate(request: BenchRequest) -> BenchRequest:
+    """Refuse bad input before a run folder exists (``ValueError``, one line): the name, the
+    device (malformed or absent here), the sections, the sizes and the task."""
+    names.check_run_name(request.name)
+    backend_of.check_device(request.device)
+    unknown = [s for s in request.sections if s not in SECTIONS]
+    if unknown or not request.sections:
+        raise ValueError(
+            f"--sections: unknown {', '.join(unknown) or '(none given)'}; "
+            f"choose from {', '.join(SECTIONS)}"
+        )
+    for section in ("physics", "training", "fixes", "breakdown"):
+        sizes = getattr(request, f"{section}_envs")
+        if not sizes or any(n < 1 for n in sizes):
+            raise ValueError(f"--{section}-envs {list(sizes)}: env counts are positive integers")
+    minimum = {
+        "warmup_steps": 0, "repeats": 1, "steps_per_repeat": 1, "training_warmup": 1,
+        "training_iterations": 1, "breakdown_warmup": 1, "breakdown_iterations": 1,
+    }  # fmt: skip
+    for key, low in minimum.items():
+        if getattr(request, key) < low:
+            raise ValueError(f"--{key.replace('_', '-')} must be at least {low}")
+    from mjlab.tasks.registry import list_tasks  # importing mjlab loads the MicroDuck tasks
+
+    if request.task not in list_tasks():
+        raise ValueError(f"--task {request.task!r} is not a registered task")
+    return request
 
 
 # ============================================================================ mjlab glue
@@ -1228,7 +1266,7 @@ def run(request: BenchRequest, stream: TextIO | None = None) -> tuple[Path, reco
     stream = stream or sys.stdout
     os.environ.setdefault("WANDB_MODE", "offline")
     run_dir = records.new_run_dir(request.out, request.name)
-    command = [sys.executable, "-m", "mjlab_microduck.jobs.bench", *request.cli_args()]
+    command = ["microduck", "bench", *request.cli_args()]
     record = records.RunRecord(
         run_id=run_dir.name,
         kind="bench",
@@ -1294,126 +1332,3 @@ def publish(run_dir: str | os.PathLike[str], dest: str | os.PathLike[str]) -> re
 
 
 # ============================================================================ command line
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="microduck-bench",
-        description=(
-            "Benchmark the MicroDuck task (physics, PPO training, ROCm fix costs, step "
-            "breakdown) and write a run record plus bench.csv. "
-            "'microduck-bench publish RUN_DIR DEST' copies a finished run into the book."
-        ),
-    )
-    parser.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: GPU if any)")
-    parser.add_argument("--out", type=Path, default=Path("logs/bench"), help="runs root")
-    parser.add_argument("--name", default="bench", help="run name (letters, digits, . _ -)")
-    parser.add_argument(
-        "--sections", default=",".join(SECTIONS), help=f"comma list of {', '.join(SECTIONS)}"
-    )
-    parser.add_argument("--quick", action="store_true", help="CI sizes (minutes on 2 CPU cores)")
-    parser.add_argument("--task", default=TASK_ID)
-    parser.add_argument("--seed", type=int, default=42)
-    for section in ("physics", "training", "fixes", "breakdown"):
-        parser.add_argument(f"--{section}-envs", default=None, help="comma list of env counts")
-    for option, what in (
-        ("--warmup-steps", "untimed env steps before physics/fixes timing"),
-        ("--repeats", "timed repeats per physics/fixes configuration"),
-        ("--steps-per-repeat", "env steps per timed repeat"),
-        ("--training-warmup", "untimed PPO iterations before training timing (>= 1)"),
-        ("--training-iterations", "timed PPO iterations per training configuration"),
-        ("--breakdown-warmup", "untimed PPO iterations before the breakdown (>= 1)"),
-        ("--breakdown-iterations", "timed PPO iterations of the breakdown"),
-    ):
-        parser.add_argument(option, type=int, default=None, help=what)
-    parser.add_argument("--machine-label", default=None, help='e.g. "NVIDIA H200 (lent device)"')
-    return parser
-
-
-def request_from_args(args: argparse.Namespace) -> BenchRequest:
-    """Validated request from parsed arguments; raises ValueError with one clear line."""
-    from mjlab_microduck.runtime import profiles
-
-    device = backend_of.check_device(args.device or backend_of.default_device())
-    sections = tuple(s.strip() for s in args.sections.split(",") if s.strip())
-    unknown = [s for s in sections if s not in SECTIONS]
-    if unknown or not sections:
-        raise ValueError(
-            f"--sections {args.sections!r}: unknown {', '.join(unknown) or '(none given)'}; "
-            f"choose from {', '.join(SECTIONS)}"
-        )
-    try:
-        names.check_run_name(args.name)
-    except ValueError as err:
-        raise ValueError(f"--name: {err}") from None
-    overrides: dict[str, Any] = {}
-    for section in ("physics", "training", "fixes", "breakdown"):
-        value = getattr(args, f"{section}_envs")
-        if value is not None:
-            try:
-                overrides[f"{section}_envs"] = _parse_sizes(value)
-            except ValueError as err:
-                raise ValueError(f"--{section}-envs {err}") from None
-    minimum = {
-        "warmup_steps": 0, "repeats": 1, "steps_per_repeat": 1, "training_warmup": 1,
-        "training_iterations": 1, "breakdown_warmup": 1, "breakdown_iterations": 1,
-    }  # fmt: skip
-    for key, low in minimum.items():
-        value = getattr(args, key)
-        if value is not None and value < low:
-            raise ValueError(f"--{key.replace('_', '-')} must be at least {low}")
-        overrides[key] = value
-    profile = os.environ.get(profiles.PROFILE_ENV_VAR) or ("full" if device != "cpu" else "ci")
-    return default_request(
-        device, args.quick, name=args.name, out=args.out, sections=sections, task=args.task,
-        seed=args.seed, machine_label=args.machine_label, profile=profile, **overrides,
-    )  # fmt: skip
-
-
-def _publish_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="microduck-bench publish", description="Copy a bench run into book/results/."
-    )
-    parser.add_argument("run_dir", type=Path)
-    parser.add_argument("dest", type=Path)
-    args = parser.parse_args(argv)
-    try:
-        publish(args.run_dir, args.dest)
-    except (ValueError, FileExistsError, OSError) as err:
-        print(f"microduck-bench publish: {err}", file=sys.stderr)
-        return 1
-    print(f"published: {args.dest / records.RECORD_FILENAME}")
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["publish"]:
-        return _publish_main(argv[1:])
-    args = build_parser().parse_args(argv)
-    try:
-        request = request_from_args(args)
-    except ValueError as err:
-        print(f"microduck-bench: {err}", file=sys.stderr)
-        return 2
-    import mjlab_microduck.tasks  # noqa: F401  (hooks first, then task registration)
-
-    if request.task not in _registered_tasks():
-        print(f"microduck-bench: --task {request.task!r} is not a registered task", file=sys.stderr)
-        return 2
-    run_dir, record = run(request)
-    print(f"run record: {run_dir / records.RECORD_FILENAME} (status {record.status})")
-    if record.status != "ok":
-        print(f"microduck-bench: {record.error}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def _registered_tasks() -> list[str]:
-    from mjlab.tasks.registry import list_tasks
-
-    return list_tasks()
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,54 @@
+"""``microduck bench``: the options are the fields of
+:class:`~mjlab_microduck.jobs.bench.BenchRequest`.
+
+Their defaults are the plan for the device and mode (``--device``, ``--quick``), so those two
+are read first; the request is validated before the run folder is made. A finished bench run is
+copied into the book with ``microduck records publish``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from mjlab_microduck.cli._common import Refused, parse, refuse
+
+DESCRIPTION = (
+    "Benchmark the MicroDuck task (physics, PPO training, ROCm fix costs, step breakdown) and"
+    " write a run record plus bench.csv."
+)
+
+
+def _device_and_quick(argv: list[str]) -> tuple[str | None, bool]:
+    # Only to choose the defaults; tyro parses (and reports on) the same options afterwards.
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--device")
+    early.add_argument("--quick", action="store_true")
+    early.add_argument("--no-quick", dest="quick", action="store_false")
+    known, _ = early.parse_known_args(argv)
+    return known.device, known.quick
+
+
+def main(argv: list[str] | None = None, prog: str = "microduck bench") -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    from mjlab_microduck.jobs import bench
+    from mjlab_microduck.runs import records
+    from mjlab_microduck.runtime import backend, profiles
+
+    try:
+        device, quick = _device_and_quick(argv)
+        device = device or backend.default_device()
+        profile = os.environ.get(profiles.PROFILE_ENV_VAR) or ("ci" if device == "cpu" else "full")
+        default = bench.default_request(device, quick, profile=profile)
+        request = bench.validate(
+            parse(bench.BenchRequest, argv, prog, default=default, description=DESCRIPTION)
+        )
+    except (Refused, ValueError) as err:
+        return refuse(prog, err)
+    run_dir, record = bench.run(request)
+    print(f"run record: {run_dir / records.RECORD_FILENAME} (status {record.status})")
+    if record.status != "ok":
+        print(f"{prog}: {record.error}", file=sys.stderr)
+        return 1
+    return 0
