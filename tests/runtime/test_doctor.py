@@ -16,6 +16,7 @@ from types import ModuleType, SimpleNamespace
 
 import pytest
 
+from mjlab_microduck.cli.doctor import main as doctor_cli
 from mjlab_microduck.runtime import doctor, provenance
 from mjlab_microduck.runtime import ipc_probe as ipc_event
 
@@ -181,7 +182,7 @@ def fake_machine(monkeypatch):
 
 
 def run_main(capsys, *argv):
-    rc = doctor.main(list(argv))
+    rc = doctor_cli(list(argv))
     out, err = capsys.readouterr()
     return rc, out, err.strip().splitlines()
 

@@ -18,6 +18,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from mjlab_microduck.cli.probe import main as probe_cli
 from mjlab_microduck.runs import records
 from mjlab_microduck.runtime import ipc_probe as ipc_event
 from mjlab_microduck.runtime.ipc_probe import (
@@ -301,7 +302,7 @@ def test_cuda_failure_does_not_blame_the_rocm_bug():
 
 
 def test_cli_writes_a_valid_probe_record(tmp_path, capsys):
-    rc = ipc_event.main(["--reuses", "5", "--ring", "1", "--out", str(tmp_path)])
+    rc = probe_cli(["--reuses", "5", "--ring", "1", "--out", str(tmp_path)])
     out = capsys.readouterr().out
     dirs = sorted(tmp_path.glob("*_ipc_probe"))
     assert len(dirs) == 1
@@ -332,17 +333,22 @@ def test_cli_require_flag_fails_closed_with_one_line(capsys):
 
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible: the probe would run for real")
-    rc = ipc_event.main(["--reuses", "3", "--require-ipc-events"])
+    rc = probe_cli(["--reuses", "3", "--require-ipc-events"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 1
     assert len(err) == 1 and err[0].startswith("unsupported runtime:")
 
 
-def test_cli_rejects_bad_numbers(capsys):
-    with pytest.raises(SystemExit) as info:
-        ipc_event.main(["--reuses", "0"])
-    assert info.value.code == 2
-    assert "must be >= 1" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [(["--reuses", "0"], "--reuses must be >= 1, got 0"),
+     (["--timeout", "-1"], "--timeout must be a positive number, got -1"),
+     (["--ring", "x"], "--ring")],
+)  # fmt: skip
+def test_cli_rejects_bad_numbers_in_one_line(argv, message, capsys):
+    assert probe_cli(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("microduck probe: ") and message in err
 
 
 # ------------------------------------------------------------------ real GPU

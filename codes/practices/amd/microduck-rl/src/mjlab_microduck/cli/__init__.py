@@ -37,7 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "benchmark physics, training and the fixes of this machine",
     ),
     "doctor": (
-        "mjlab_microduck.runtime.doctor:main",
+        "mjlab_microduck.cli.doctor:main",
         "check the installed GPU stack and fail closed on a broken one",
     ),
     "contact-check": (
@@ -45,7 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "drop a sphere with MuJoCo Warp and check that it lands",
     ),
     "probe": (
-        "mjlab_microduck.runtime.ipc_probe:main",
+        "mjlab_microduck.cli.probe:main",
         "probe interprocess GPU event reuse (ROCm 7.2 CLR bug)",
     ),
     "records": (

@@ -172,7 +172,7 @@ def run_diagnostics(results_root: Path, profile: profiles.Profile) -> None:
 
     out = results_root / "diagnostics"
     out.mkdir(parents=True, exist_ok=True)
-    report = doctor.gather(doctor.build_parser().parse_args(["--json", "--device", profile.device]))
+    report = doctor.gather(doctor.DoctorRequest(json=True, device=profile.device))
     records.atomic_write_text(
         out / "doctor.json", json.dumps(report.to_json(), indent=2, default=str) + "\n"
     )

@@ -30,11 +30,8 @@ No-op cases: on a CPU-only machine every GPU check reads ``n/a`` and the exit st
 
 from __future__ import annotations
 
-import argparse
 import importlib
-import json
 import os
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -366,7 +363,23 @@ def ipc_check(result: ipc_event.IpcProbeResult, require: bool) -> Check:
 # --------------------------------------------------------------------------------------------
 
 
-def gather(args: argparse.Namespace) -> DoctorReport:
+@dataclass(frozen=True)
+class DoctorRequest(ipc_event.ProbeOptions):
+    """``microduck doctor``: what to check (the probe options apply with ``ipc_probe``)."""
+
+    device: str | None = None
+    """device to check (default: the first GPU, else the CPU)"""
+    json: bool = False
+    """print the provenance block and the checks as JSON"""
+    require_hip: bool = False
+    """fail unless the backend is HIP (an AMD GPU with the ROCm stack)"""
+    no_contact_check: bool = False
+    """skip the sphere-drop contact check"""
+    ipc_probe: bool = False
+    """run the interprocess-event reuse probe (ROCm 7.2 32-slot bug)"""
+
+
+def gather(args: DoctorRequest) -> DoctorReport:
     report = DoctorReport()
     facts = provenance.runtime_facts(args.device)
     report.notes.extend(facts.notes)
@@ -406,32 +419,6 @@ def gather(args: argparse.Namespace) -> DoctorReport:
     return report
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="microduck-doctor",
-        description="Check that this machine's GPU stack is one the MicroDuck book supports.",
-    )
-    parser.add_argument("--device", default=None, help="device to check (default: first GPU)")
-    parser.add_argument(
-        "--json", action="store_true", help="print the provenance block and the checks as JSON"
-    )
-    parser.add_argument(
-        "--require-hip",
-        action="store_true",
-        help="fail unless the backend is HIP (an AMD GPU with the ROCm stack)",
-    )
-    parser.add_argument(
-        "--no-contact-check", action="store_true", help="skip the sphere-drop contact check"
-    )
-    parser.add_argument(
-        "--ipc-probe",
-        action="store_true",
-        help="run the interprocess-event reuse probe (ROCm 7.2 32-slot bug)",
-    )
-    ipc_event.add_probe_arguments(parser)
-    return parser
-
-
 def render_text(report: DoctorReport) -> str:
     """The table, left-aligned (pandas right-aligns text by default), then the notes."""
     frame = report.frame().astype(str)
@@ -441,22 +428,3 @@ def render_text(report: DoctorReport) -> str:
     for note in report.notes:
         lines.append(f"note: {note}")
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    report = gather(args)
-    if args.json:
-        print(json.dumps(report.to_json(), indent=2, default=str))
-    else:
-        print(render_text(report))
-    problems = report.unsupported
-    if problems:
-        more = f" (+{len(problems) - 1} more in the table)" if len(problems) > 1 else ""
-        print(problems[0] + more, file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

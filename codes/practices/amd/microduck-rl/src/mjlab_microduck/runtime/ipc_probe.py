@@ -26,12 +26,11 @@ interprocess events, the probe returns ``status="skipped"`` with the reason and 
 
 CLI (writes a run record of kind ``"probe"`` into a new directory under ``--out``)::
 
-    python -m mjlab_microduck.runtime.ipc_probe --reuses 100 --ring 1 --out book/results
+    microduck probe --reuses 100 --ring 1 --out book/results
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import math
 import mmap
@@ -806,56 +805,67 @@ def write_probe_record(
     return records.write_record(record, run_dir / records.RECORD_FILENAME)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m mjlab_microduck.runtime.ipc_probe",
-        description="Probe interprocess GPU event reuse (the ROCm 7.2 32-slot bug).",
-    )
-    add_probe_arguments(parser)
-    parser.add_argument("--out", type=Path, help="write a run record into a new dir under OUT")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    return parser
+@dataclass(frozen=True)
+class ProbeOptions:
+    """How hard the probe pushes and how long it may take (shared with ``microduck doctor``)."""
+
+    reuses: int = DEFAULT_REUSES
+    """event reuses to attempt"""
+    ring: int = DEFAULT_RING
+    """events used round-robin"""
+    timeout: float = DEFAULT_TIMEOUT_S
+    """hard time limit in seconds"""
+    require_ipc_events: bool = False
+    """exit non-zero with one line unless event reuse is proven to work"""
+
+    def check(self) -> None:
+        """``ValueError`` (one line) for a count below 1 or a time limit that is not positive."""
+        for flag, value in (("--reuses", self.reuses), ("--ring", self.ring)):
+            if value < 1:
+                raise ValueError(f"{flag} must be >= 1, got {value}")
+        if not math.isfinite(self.timeout) or self.timeout <= 0:
+            raise ValueError(f"--timeout must be a positive number, got {self.timeout:g}")
 
 
-def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments shared with ``microduck-doctor --ipc-probe``."""
-    parser.add_argument(
-        "--reuses",
-        type=_positive_int,
-        default=DEFAULT_REUSES,
-        help=f"event reuses to attempt (default {DEFAULT_REUSES})",
-    )
-    parser.add_argument(
-        "--ring",
-        type=_positive_int,
-        default=DEFAULT_RING,
-        help=f"events used round-robin (default {DEFAULT_RING})",
-    )
-    parser.add_argument(
-        "--timeout",
-        type=_positive_float,
-        default=DEFAULT_TIMEOUT_S,
-        help=f"hard time limit in seconds (default {DEFAULT_TIMEOUT_S:g})",
-    )
-    parser.add_argument(
-        "--require-ipc-events",
-        action="store_true",
-        help="exit non-zero with one line unless event reuse is proven to work",
-    )
+@dataclass(frozen=True)
+class ProbeRequest(ProbeOptions):
+    """``microduck probe``: the probe, printed, and optionally written as a run record."""
+
+    out: Path | None = None
+    """write a run record into a new folder under this one"""
+    json: bool = False
+    """print the result as JSON"""
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+def run_request(request: ProbeRequest, argv: Sequence[str] = ()) -> int:
+    """Run the probe as asked; the exit status (1 when it failed or is required and unproven)."""
+    request.check()
+    started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    result = run_probe(reuses=request.reuses, ring_size=request.ring, timeout_s=request.timeout)
+    if request.json:
+        import json
 
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print(summary_line(result))
+    if request.out is not None:
+        command = ["microduck", "probe", *argv]
+        try:
+            path = write_probe_record(result, request.out, command, started_at=started_at)
+        except Exception as exc:  # the measurement is printed above even if the record fails
+            print(
+                f"error: could not write the probe record under {request.out}: {exc}",
+                file=sys.stderr,
+            )
+            return 2
+        print(f"record: {path}")
+    if request.require_ipc_events:
+        try:
+            require_ipc_event_reuse(result, workload="the requested workload")
+        except UnsupportedRuntimeError as exc:
+            print(str(exc), file=sys.stderr)
+            return 1
+    return 1 if result.status == "failed" else 0
 
 
 def summary_line(result: IpcProbeResult) -> str:
@@ -874,37 +884,5 @@ def summary_line(result: IpcProbeResult) -> str:
     return head
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    result = run_probe(reuses=args.reuses, ring_size=args.ring, timeout_s=args.timeout)
-    if args.json:
-        import json
-
-        print(json.dumps(result.to_dict(), indent=2))
-    else:
-        print(summary_line(result))
-    if args.out is not None:
-        module = "mjlab_microduck.runtime.ipc_probe"
-        command = [sys.executable, "-m", module, *(sys.argv[1:] if argv is None else argv)]
-        try:
-            path = write_probe_record(result, args.out, command, started_at=started_at)
-        except Exception as exc:  # the measurement is printed above even if the record fails
-            print(
-                f"error: could not write the probe record under {args.out}: {exc}", file=sys.stderr
-            )
-            return 2
-        print(f"record: {path}")
-    if args.require_ipc_events:
-        try:
-            require_ipc_event_reuse(result, workload="the requested workload")
-        except UnsupportedRuntimeError as exc:
-            print(str(exc), file=sys.stderr)
-            return 1
-    return 1 if result.status == "failed" else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-elif __name__ == _CHILD_RUN_NAME:  # the spawned child (see _spawn_target)
+if __name__ == _CHILD_RUN_NAME:  # the spawned child (see _spawn_target)
     _child_from_run_path()

@@ -1,0 +1,38 @@
+"""``microduck doctor``: the options are the fields of
+:class:`~mjlab_microduck.runtime.doctor.DoctorRequest`; the report is a table (or JSON), and an
+unsupported stack ends with one line on stderr and exit status 1."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from mjlab_microduck.cli._common import Refused, parse, refuse
+
+DESCRIPTION = "Check that this machine's GPU stack is one the MicroDuck book supports."
+
+
+def main(argv: list[str] | None = None, prog: str = "microduck doctor") -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    from mjlab_microduck.runtime import doctor
+
+    try:
+        request = parse(doctor.DoctorRequest, argv, prog, description=DESCRIPTION)
+        request.check()
+        if request.device is not None:
+            from mjlab_microduck.runtime import backend
+
+            backend.parse_device(request.device)
+    except (Refused, ValueError) as err:
+        return refuse(prog, err)
+    report = doctor.gather(request)
+    if request.json:
+        print(json.dumps(report.to_json(), indent=2, default=str))
+    else:
+        print(doctor.render_text(report))
+    problems = report.unsupported
+    if problems:
+        more = f" (+{len(problems) - 1} more in the table)" if len(problems) > 1 else ""
+        print(problems[0] + more, file=sys.stderr)
+        return 1
+    return 0
