@@ -6,7 +6,12 @@ import contextlib
 import io
 import re
 import sys
-from typing import TypeVar
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from mjlab_microduck.runs.records import RunRecord
 
 T = TypeVar("T")
 
@@ -33,7 +38,8 @@ def _first_error_line(panel: str) -> str:
 
 def parse(cls: type[T], argv: list[str], prog: str, default: T | None = None, **kwargs) -> T:
     """``tyro.cli`` over a request dataclass; a parse error becomes :class:`Refused` (one line)
-    instead of tyro's multi-line panel, so every bad input reads the same way."""
+    instead of tyro's multi-line panel, so every bad input reads the same way. A request with a
+    ``check()`` method (what it can refuse on its own, without torch or mjlab) is checked."""
     import tyro
 
     err = io.StringIO()
@@ -41,8 +47,31 @@ def parse(cls: type[T], argv: list[str], prog: str, default: T | None = None, **
         with contextlib.redirect_stderr(err):
             if default is not None:
                 kwargs["default"] = default
-            return tyro.cli(cls, args=argv, prog=prog, **kwargs)
+            request = tyro.cli(cls, args=argv, prog=prog, **kwargs)
     except SystemExit as exit_:
         if exit_.code in (0, None):  # --help went to stdout
             raise
         raise Refused(_first_error_line(err.getvalue())) from None
+    check = getattr(request, "check", None)
+    if callable(check):
+        check()
+    return request
+
+
+def run_command(prog: str, build: Callable[[], T], act: Callable[[T], int]) -> int:
+    """``act(build())``; bad input found while building (a :class:`Refused` or ``ValueError``)
+    is one line and exit status 2, and nothing has been created by then."""
+    try:
+        request = build()
+    except (Refused, ValueError) as err:
+        return refuse(prog, err)
+    return int(act(request))
+
+
+def finish_run(prog: str, run_dir: Path, record: RunRecord) -> int:
+    """Say where the run's record is; a failed run adds its error and exits 1."""
+    print(f"run record: {run_dir / 'record.json'} (status {record.status})")
+    if record.status != "ok":
+        print(f"{prog}: {record.error}", file=sys.stderr)
+        return 1
+    return 0

@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 
-from mjlab_microduck.cli._common import Refused, parse, refuse
+from mjlab_microduck.cli._common import finish_run, parse, run_command
 
 DESCRIPTION = (
     "Benchmark the MicroDuck task (physics, PPO training, ROCm fix costs, step breakdown) and"
@@ -33,22 +33,14 @@ def _device_and_quick(argv: list[str]) -> tuple[str | None, bool]:
 def main(argv: list[str] | None = None, prog: str = "microduck bench") -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     from mjlab_microduck.jobs import bench
-    from mjlab_microduck.runs import records
     from mjlab_microduck.runtime import backend, profiles
 
-    try:
+    def build() -> bench.BenchRequest:
         device, quick = _device_and_quick(argv)
         device = device or backend.default_device()
         profile = os.environ.get(profiles.PROFILE_ENV_VAR) or ("ci" if device == "cpu" else "full")
         default = bench.default_request(device, quick, profile=profile)
-        request = bench.validate(
-            parse(bench.BenchRequest, argv, prog, default=default, description=DESCRIPTION)
-        )
-    except (Refused, ValueError) as err:
-        return refuse(prog, err)
-    run_dir, record = bench.run(request)
-    print(f"run record: {run_dir / records.RECORD_FILENAME} (status {record.status})")
-    if record.status != "ok":
-        print(f"{prog}: {record.error}", file=sys.stderr)
-        return 1
-    return 0
+        parsed = parse(bench.BenchRequest, argv, prog, default=default, description=DESCRIPTION)
+        return bench.validate(parsed)
+
+    return run_command(prog, build, lambda request: finish_run(prog, *bench.run(request)))

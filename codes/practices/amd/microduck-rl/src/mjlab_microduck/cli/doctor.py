@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 
-from mjlab_microduck.cli._common import Refused, parse, refuse
+from mjlab_microduck.cli._common import parse, run_command
 
 DESCRIPTION = "Check that this machine's GPU stack is one the MicroDuck book supports."
 
@@ -16,15 +16,13 @@ def main(argv: list[str] | None = None, prog: str = "microduck doctor") -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     from mjlab_microduck.runtime import doctor
 
-    try:
-        request = parse(doctor.DoctorRequest, argv, prog, description=DESCRIPTION)
-        request.check()
-        if request.device is not None:
-            from mjlab_microduck.runtime import backend
+    def build() -> doctor.DoctorRequest:
+        return parse(doctor.DoctorRequest, argv, prog, description=DESCRIPTION)
 
-            backend.parse_device(request.device)
-    except (Refused, ValueError) as err:
-        return refuse(prog, err)
+    return run_command(prog, build, lambda request: _report(doctor, request))
+
+
+def _report(doctor, request) -> int:
     report = doctor.gather(request)
     if request.json:
         print(json.dumps(report.to_json(), indent=2, default=str))

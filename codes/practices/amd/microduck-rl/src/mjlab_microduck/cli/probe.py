@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from mjlab_microduck.cli._common import Refused, parse, refuse
+from mjlab_microduck.cli._common import parse, run_command
 
 DESCRIPTION = "Probe interprocess GPU event reuse (the ROCm 7.2 32-slot bug)."
 
@@ -14,9 +14,7 @@ def main(argv: list[str] | None = None, prog: str = "microduck probe") -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     from mjlab_microduck.runtime import ipc_probe
 
-    try:
-        request = parse(ipc_probe.ProbeRequest, argv, prog, description=DESCRIPTION)
-        request.check()
-    except (Refused, ValueError) as err:
-        return refuse(prog, err)
-    return ipc_probe.run_request(request, argv)
+    def build() -> ipc_probe.ProbeRequest:
+        return parse(ipc_probe.ProbeRequest, argv, prog, description=DESCRIPTION)
+
+    return run_command(prog, build, lambda request: ipc_probe.run_request(request, argv))

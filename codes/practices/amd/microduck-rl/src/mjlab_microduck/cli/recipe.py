@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from mjlab_microduck.cli._common import Refused, parse, refuse
+from mjlab_microduck.cli._common import parse, run_command
 
 DESCRIPTION = "Regenerate the book's recorded results on this machine (into logs/results/)."
 
@@ -14,9 +14,11 @@ def main(argv: list[str] | None = None, prog: str = "microduck recipe") -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     from mjlab_microduck.jobs import recipe
 
-    try:
-        request = recipe.validate(parse(recipe.RecipeRequest, argv, prog, description=DESCRIPTION))
-    except (Refused, ValueError) as err:
-        return refuse(prog, err)
-    recipe.run_recipe(request)
-    return 0
+    def build() -> recipe.RecipeRequest:
+        return recipe.validate(parse(recipe.RecipeRequest, argv, prog, description=DESCRIPTION))
+
+    def act(request: recipe.RecipeRequest) -> int:
+        recipe.run_recipe(request)
+        return 0
+
+    return run_command(prog, build, act)

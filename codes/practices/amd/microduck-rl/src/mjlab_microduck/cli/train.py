@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from mjlab_microduck.cli._common import Refused, parse, refuse
+from mjlab_microduck.cli._common import finish_run, parse, run_command
 
 DESCRIPTION = (
     "Train a MicroDuck task with mjlab/rsl_rl and write a run record. Defaults are the sizes"
@@ -19,10 +19,9 @@ DESCRIPTION = (
 def main(argv: list[str] | None = None, prog: str = "microduck train") -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     from mjlab_microduck.jobs import train
-    from mjlab_microduck.runs import records
     from mjlab_microduck.runtime import profiles
 
-    try:
+    def build() -> train.TrainRequest:
         profile = profiles.current()
         default = train.TrainRequest(
             name="train",
@@ -32,14 +31,7 @@ def main(argv: list[str] | None = None, prog: str = "microduck train") -> int:
             device=profile.device,
             profile=profile.name,
         )
-        request = train.validate(
-            parse(train.TrainRequest, argv, prog, default=default, description=DESCRIPTION)
-        )
-    except (Refused, ValueError) as err:
-        return refuse(prog, err)
-    run_dir, record = train.run(request)
-    print(f"run record: {run_dir / records.RECORD_FILENAME} (status {record.status})")
-    if record.status != "ok":
-        print(f"{prog}: {record.error}", file=sys.stderr)
-        return 1
-    return 0
+        parsed = parse(train.TrainRequest, argv, prog, default=default, description=DESCRIPTION)
+        return train.validate(parsed)
+
+    return run_command(prog, build, lambda request: finish_run(prog, *train.run(request)))

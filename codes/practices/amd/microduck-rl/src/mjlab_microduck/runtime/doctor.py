@@ -36,8 +36,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from mjlab_microduck.runtime import backend, provenance
 from mjlab_microduck.runtime import ipc_probe as ipc_event
-from mjlab_microduck.runtime import provenance
 
 CheckStatus = Literal["ok", "info", "warn", "fail", "skip", "n/a"]
 
@@ -377,6 +377,11 @@ class DoctorRequest(ipc_event.ProbeOptions):
     """skip the sphere-drop contact check"""
     ipc_probe: bool = False
     """run the interprocess-event reuse probe (ROCm 7.2 32-slot bug)"""
+
+    def check(self) -> None:
+        super().check()
+        if self.device is not None:
+            backend.parse_device(self.device)
 
 
 def gather(args: DoctorRequest) -> DoctorReport:
