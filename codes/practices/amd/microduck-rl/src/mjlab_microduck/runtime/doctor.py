@@ -425,11 +425,22 @@ def gather(args: DoctorRequest) -> DoctorReport:
 
 
 def render_text(report: DoctorReport) -> str:
-    """The table, left-aligned (pandas right-aligns text by default), then the notes."""
-    frame = report.frame().astype(str)
-    widths = {c: max([len(c), *(len(v) for v in frame[c])]) for c in frame.columns}
-    formatters = {c: (lambda v, w=widths[c]: f"{v:<{w}}") for c in frame.columns}
-    lines = [frame.to_string(index=False, justify="left", formatters=formatters)]
+    """The checks as a plain table (rich: no borders, no colour, never wrapped), then the notes."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=None, pad_edge=False, show_edge=False)
+    for column in ("check", "value", "status", "detail"):
+        table.add_column(column, no_wrap=True)
+    for c in report.checks:
+        # Text, not str: a value such as "[0, 1]" is data, not rich markup.
+        table.add_row(*(Text(str(v)) for v in (c.name, c.value, c.status, c.detail)))
+    buffer = io.StringIO()
+    Console(file=buffer, width=10_000, color_system=None, highlight=False).print(table)
+    lines = [line.rstrip() for line in buffer.getvalue().splitlines()]
     for note in report.notes:
         lines.append(f"note: {note}")
     return "\n".join(lines)
