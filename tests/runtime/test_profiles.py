@@ -54,20 +54,23 @@ def test_default_follows_torch_on_this_machine(no_profile_env):
     assert profiles.current().name == expected
 
 
-def test_full_profile_is_the_reference_recipe():
-    full = profiles.FULL
-    assert full.smoke_sizes == ((64, 5), (256, 5))
-    assert (full.smoke_envs, full.smoke_iterations) == (64, 5)
-    assert (full.main_envs, full.main_iterations, full.main_save_interval) == (256, 500, 100)
-    assert (full.resume_iterations, full.resume_save_interval) == (1000, 250)
-    assert full.replay_frames == 200
-    assert full.replay_checkpoints == (499, 750, 1000, 1250, 1498)
-    # rsl_rl numbering: 500 updates end at model_499, +1000 on resume end at model_1498.
-    assert full.main_last_iteration == 499
-    assert full.resume_last_iteration == 1498
-    assert full.device == "cuda:0" and full.gpu_ids == (0,)
-    assert full.gpu_ids_arg == ["--gpu-ids", "0"]
-    assert full.seed == 42
+def test_full_profile_trains_what_the_original_chapter_reported():
+    """The full profile is the original recipe: its sizes are the ones the R9700 figures were
+    reported for (book/reference_r9700.json), and its checkpoints are the ones replayed there."""
+    from mjlab_microduck.book import reference
+
+    full, ref = profiles.FULL, reference.FIGURES
+    assert full.smoke_sizes == tuple((r["num_envs"], r["iterations"]) for r in ref["smoke"])
+    assert (full.main_envs, full.main_iterations) == (
+        ref["train_500"]["num_envs"], ref["train_500"]["iterations"])  # fmt: skip
+    assert (full.main_iterations, full.resume_iterations) == tuple(ref["resume_1500"]["iterations"])
+    # rsl_rl numbering: a resume restarts at the loaded index, so the last file is the one the
+    # chapter reports, and every replayed checkpoint is one the recipe keeps.
+    assert f"model_{full.resume_last_iteration}.pt" == ref["resume_1500"]["last_checkpoint"]
+    replayed = tuple(int(r["checkpoint"][6:-3]) for r in ref["replays"])
+    assert full.replay_checkpoints == replayed
+    assert full.main_last_iteration in replayed and full.resume_last_iteration in replayed
+    assert full.device == "cuda:0" and full.gpu_ids_arg == ["--gpu-ids", "0"]
 
 
 def test_ci_profile_is_small_and_on_cpu():
