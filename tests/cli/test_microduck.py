@@ -78,3 +78,19 @@ def test_records_refuses_a_missing_run_folder_in_one_line(capsys, tmp_path):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("microduck records: ")
     assert not (tmp_path / "dest").exists()
+
+
+def test_a_tyro_error_panel_becomes_its_message_line():
+    from mjlab_microduck.cli._common import _first_error_line
+
+    ascii_panel = (
+        "+- Value error ------------------------+\n"
+        "| Error parsing --num-envs: invalid literal for int() with base 10: 'x' |\n"
+        "| ------------------------------------ |\n"
+        "| Argument helptext:                   |\n"
+        "+--------------------------------------+\n"
+    )
+    boxed = ascii_panel.replace("+", "\u256d").replace("|", "\u2502").replace("-", "\u2500")
+    expected = "Error parsing --num-envs: invalid literal for int() with base 10: 'x'"
+    assert _first_error_line(ascii_panel) == expected
+    assert _first_error_line(boxed).startswith("Error parsing")
