@@ -69,5 +69,4 @@ def test_bad_device_string_is_refused():
 
 
 def test_a_default_request_trains_the_books_task():
-    # The request spells the id out so that building one does not load mjlab.
     assert TrainRequest(name="t").task == TASK_ID

@@ -21,7 +21,7 @@ ALLOWED: dict[str, set[str]] = {
     "runs": set(),
     "analysis": {"runs"},
     "compat": set(),
-    "tasks": {"robot", "compat"},
+    "tasks": {"robot", "compat", "runs"},
     "runtime": {"compat", "runs"},
     "jobs": {"robot", "tasks", "compat", "runtime", "runs", "analysis"},
     "book": {"robot", "tasks", "compat", "runtime", "runs", "analysis", "jobs"},

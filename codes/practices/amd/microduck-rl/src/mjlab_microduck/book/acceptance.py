@@ -32,10 +32,9 @@ from mjlab_microduck.analysis.acceptance import (
 )
 from mjlab_microduck.book import reference
 from mjlab_microduck.runs import records
+from mjlab_microduck.runs.names import TASK_ID
 
 REFERENCE_LABEL = reference.LABEL
-# The book's task (tasks.velocity.TASK_ID); the live replays build it through mjlab.
-TASK_ID = "Mjlab-Velocity-Flat-MicroDuck"
 
 
 MEDIA_DIRNAME = "media"

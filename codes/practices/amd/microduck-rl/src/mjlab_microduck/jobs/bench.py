@@ -55,9 +55,8 @@ import numpy as np
 
 from mjlab_microduck.compat import _hook
 from mjlab_microduck.runs import names, records
+from mjlab_microduck.runs.names import TASK_ID, UNGUARDED_TASK_ID
 from mjlab_microduck.runtime import backend as backend_of
-from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
-from mjlab_microduck.tasks.velocity import TASK_ID, UNGUARDED_TASK_ID
 
 SECTIONS = ("physics", "training", "fixes", "breakdown")
 CSV_FILENAME = "bench.csv"
@@ -847,6 +846,8 @@ class BenchRequest:
     def config(self) -> dict[str, Any]:
         data = asdict(self)
         data["out"] = str(self.out)
+        from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV  # loads mjlab: only when recording
+
         data["steps_per_env"] = STEPS_PER_ENV
         return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
 

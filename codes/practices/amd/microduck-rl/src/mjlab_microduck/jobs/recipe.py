@@ -18,9 +18,8 @@ from pathlib import Path
 
 from mjlab_microduck.jobs.train import TrainRequest, publish, run
 from mjlab_microduck.runs import names, records
-from mjlab_microduck.runs.names import checkpoint_iteration
+from mjlab_microduck.runs.names import TASK_ID, UNGUARDED_TASK_ID, checkpoint_iteration
 from mjlab_microduck.runtime import profiles
-from mjlab_microduck.tasks.velocity import TASK_ID, TUNING_OF_TASK, UNGUARDED_TASK_ID
 
 ALL_STAGES = ("smoke", "main", "resume", "experiment", "replay", "diagnostics", "bench")
 
@@ -224,6 +223,8 @@ def validate(request: RecipeRequest) -> RecipeRequest:
         if not request.resume_from.is_file():
             raise ValueError(f"--resume-from {request.resume_from}: no such checkpoint")
         checkpoint_iteration(request.resume_from)
+    from mjlab_microduck.tasks.velocity import TUNING_OF_TASK  # loads mjlab and the tasks
+
     if request.task not in TUNING_OF_TASK:
         raise ValueError(f"--task {request.task!r}: one of {', '.join(sorted(TUNING_OF_TASK))}")
     names.check_run_name(request.label)

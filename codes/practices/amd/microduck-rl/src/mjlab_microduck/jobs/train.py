@@ -44,9 +44,7 @@ class TrainRequest:
 
     name: str
     """run name (letters, digits, '.', '_', '-'); the run folder is <UTC stamp>_<name>"""
-    # tasks.velocity.TASK_ID, spelled out: importing the tasks loads mjlab, which a request
-    # (and ``microduck train --help``) must not wait for. A test checks that the two agree.
-    task: str = "Mjlab-Velocity-Flat-MicroDuck"
+    task: str = names.TASK_ID
     """a registered mjlab task (``list-envs`` lists them)"""
     num_envs: int = 64
     """parallel environments (per GPU when several GPUs train)"""

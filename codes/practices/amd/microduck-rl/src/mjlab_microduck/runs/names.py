@@ -1,4 +1,4 @@
-"""The naming rules of run folders and checkpoints, in one place.
+"""The naming rules of run folders and checkpoints, and the ids of the book's tasks.
 
 A run folder is ``<UTC stamp>_<name>`` (``20261130T071555Z_train_500``); its name must be safe as
 a path component and on a command line. rsl_rl names a checkpoint ``model_<iteration>.pt``.
@@ -11,6 +11,12 @@ import datetime as _dt
 import os
 import re
 from pathlib import PurePath
+
+# The id the book's task registers under in mjlab (tasks/velocity.py) and that records name in
+# their config; its variant without the below-ground guard (chapter 7). Kept here, where reading
+# them costs nothing, so that a request or its --help does not have to load mjlab.
+TASK_ID = "Mjlab-Velocity-Flat-MicroDuck"
+UNGUARDED_TASK_ID = f"{TASK_ID}-Unguarded"
 
 RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _RUN_STAMP_RE = re.compile(r"^\d{8}T\d{6}Z_")

@@ -46,6 +46,7 @@ from mjlab_microduck.robot.constants import (
     ROOT_BODY,
     get_microduck_robot_cfg,
 )
+from mjlab_microduck.runs.names import TASK_ID, UNGUARDED_TASK_ID
 from mjlab_microduck.tasks import mdp as duck_mdp
 from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
 from mjlab_microduck.tasks.tuning import (
@@ -55,9 +56,6 @@ from mjlab_microduck.tasks.tuning import (
     UPSTREAM,
     VelocityTuning,
 )
-
-TASK_ID = "Mjlab-Velocity-Flat-MicroDuck"
-UNGUARDED_TASK_ID = f"{TASK_ID}-Unguarded"
 
 
 def preset_task_id(preset: VelocityTuning) -> str:
