@@ -52,7 +52,9 @@ SCHEMA_VERSION = 1
 RECORD_FILENAME = "record.json"
 SCALARS_FILENAME = "scalars.csv"
 
-RunKind = Literal["train", "replay", "bench", "probe", "contact_check", "doctor", "experiment"]
+RunKind = Literal[
+    "train", "replay", "bench", "probe", "contact_check", "doctor", "experiment", "gait_test"
+]
 RunStatus = Literal["ok", "failed", "running"]
 Backend = Literal["cpu", "cuda", "hip"]
 

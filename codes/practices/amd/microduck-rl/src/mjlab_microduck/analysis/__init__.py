@@ -1,0 +1,1 @@
+"""Pure analysis of run outputs (numpy and pandas only, no simulator)."""

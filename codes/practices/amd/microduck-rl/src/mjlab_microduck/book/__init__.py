@@ -1,0 +1,1 @@
+"""Figures for the book, drawn from saved run outputs."""
