@@ -70,8 +70,10 @@ def test_without_a_schedule_the_fixed_command_is_a_one_segment_schedule():
         (((0.0, 0.2, 0.0),), r"segment 0: .* not four finite numbers"),
         (((0.0, float("nan"), 0.0, 0.0),), r"segment 0: .* not four finite numbers"),
         (((0.0, "fast", 0.0, 0.0),), r"segment 0: .* not four finite numbers"),
+        (5.0, r"schedule 5.0: expected a sequence of segments"),
     ],
-    ids=["empty", "negative", "unsorted", "repeated", "late-start", "three-values", "nan", "text"],
+    ids=["empty", "negative", "unsorted", "repeated", "late-start", "three-values", "nan", "text",
+         "number"],
 )  # fmt: skip
 def test_bad_schedule_is_one_line_before_anything_is_created(schedule, message, tmp_path):
     request = ReplayRequest(checkpoint=MODEL_1498, frames=5, schedule=schedule)

@@ -75,7 +75,8 @@ CAMERA_COLUMNS = ("cam_x", "cam_y", "cam_z")
 
 WALK_THEN_TURN: tuple[Segment, ...] = ((0.0, 0.2, 0.0, 0.0), (5.0, 0.15, 0.0, 0.5))
 """The front page's video: 5 s straight at 0.2 m/s, then 5 s at 0.15 m/s turning left at
-0.5 rad/s (about 140 degrees), both inside the command ranges FORWARD_TRACKING trained on."""
+0.5 rad/s (143 degrees commanded), both inside the command ranges FORWARD_TRACKING trained on.
+Whether a policy followed it is in the record's ``segment_<i>_mean_wz_b_radps``."""
 WALK_THEN_TURN_FRAMES = 500
 SCHEDULES: dict[str, tuple[tuple[Segment, ...], int]] = {
     "walk_then_turn": (WALK_THEN_TURN, WALK_THEN_TURN_FRAMES),
@@ -260,7 +261,10 @@ def check_schedule(schedule) -> tuple[Segment, ...]:
     It needs at least one ``(start_s, lin_vel_x, lin_vel_y, ang_vel_z)`` segment, the first at
     0 s (no command is left to chance), finite numbers and strictly increasing start times.
     """
-    segments = tuple(schedule)
+    try:
+        segments = tuple(schedule)
+    except TypeError:
+        raise ReplayError(f"schedule {schedule!r}: expected a sequence of segments") from None
     if not segments:
         raise ReplayError("schedule is empty: give at least one (start_s, vx, vy, wz) segment")
     out: list[Segment] = []
