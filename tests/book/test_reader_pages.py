@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import html
+import os
 import re
 from pathlib import Path
 
@@ -30,6 +31,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE_SRC = REPO / "codes" / "practices" / "amd" / "microduck-rl" / "src"
 HTML = REPO / "_build" / "html"
+IN_CI = bool(os.environ.get("CI"))
 
 HIDDEN_TAGS = {"remove-input", "remove-cell", "hide-input", "hide-cell"}
 
@@ -215,7 +217,10 @@ def _visible_text(page: str) -> str:
 def test_rendered_page_has_no_loan_vocabulary_or_traceback(doc: str):
     page = HTML / f"{doc}.html"
     if not page.is_file():
-        pytest.skip("the book is not built: run `make book`")
+        message = "the book is not built: run `make book` (make test does it first)"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
     text = _visible_text(page.read_text(encoding="utf-8"))
     assert vocabulary_hits(text) == []
     assert "Traceback (most recent call last)" not in text
