@@ -272,8 +272,8 @@ def test_book_logs_root_is_git_ignored_logs():
 
 def test_resume_record_is_complete_or_absent():
     """Nothing half-made is ever published under the resume's name: either the folder is
-    absent (chapter 5 then says the recorded resume is pending) or it holds an ok record that
-    resumed from model_499 and continues the iteration numbering."""
+    absent or it holds an ok record that resumed from model_499 and continues the iteration
+    numbering."""
     folder = results.results_root() / "h200_resume_1500"
     assert folder.exists() == results.has_published("h200_resume_1500")
     if not folder.exists():

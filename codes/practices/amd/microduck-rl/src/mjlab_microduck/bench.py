@@ -1395,7 +1395,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("--breakdown-iterations", "timed PPO iterations of the breakdown"),
     ):
         parser.add_argument(option, type=int, default=None, help=what)
-    parser.add_argument("--machine-label", default=None, help='e.g. "NVIDIA H200 (lent device)"')
+    parser.add_argument("--machine-label", default=None, help='e.g. "one NVIDIA H200, driver 580"')
     return parser
 
 

@@ -384,7 +384,7 @@ GIT_COMMIT_ENV = "MICRODUCK_GIT_COMMIT"
 def git_commit() -> str:
     """HEAD of the repository holding this package.
 
-    A copy of the package outside any checkout (a tree carried to a lent GPU machine) can name
+    A copy of the package outside any checkout (a tree copied to a GPU machine) can name
     the commit it was copied from in ``MICRODUCK_GIT_COMMIT``; otherwise ``unknown``.
     """
     here = Path(__file__).resolve().parent
@@ -500,7 +500,7 @@ def collect(
         command: accepted for interface symmetry; the command line is stored in the run record.
         device: the device the run used (``"cpu"``, ``"cuda:0"``); default the first GPU if
             torch sees one.
-        machine_label: optional human label, e.g. ``"NVIDIA H200 (lent device)"``.
+        machine_label: optional human label, e.g. ``"one NVIDIA H200, driver 580"``.
     """
     return collect_report(
         profile=profile, command=command, device=device, machine_label=machine_label

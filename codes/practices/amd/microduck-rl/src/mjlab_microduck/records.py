@@ -125,7 +125,7 @@ class Provenance(_Strict):
     date: IsoDateTime = Field(description="ISO 8601 date-time of collection")
     profile: str | None = Field(default=None, description="ci or full (see profiles.py)")
     machine_label: str | None = Field(
-        default=None, description='human label, e.g. "NVIDIA H200 (lent device)"'
+        default=None, description='human label, e.g. "one NVIDIA H200, driver 580"'
     )
     notes: list[str] = Field(
         default_factory=list,
