@@ -1,8 +1,12 @@
 """The built book as a reader sees it: headless Chromium over a local HTTP server.
 
 Every page in the table of contents must load from 127.0.0.1 only (the book is read
-offline), log no SEVERE console error, show its title, and every <video> on it must point at
-a file that exists, in a format Chromium can play, whose metadata actually loads.
+offline), log no SEVERE console error, show its title, show no Python traceback and none of
+the words of how machines were obtained ("pending", "lease", "lent"), and every <video> on it
+must point at a file that exists, in a format Chromium can play, whose metadata actually
+loads. The front page and one chapter per part are also screenshotted at desktop width and
+checked for tables that overflow the text column outside a scroll container, and the front
+page's video must reach enough data to play.
 
 Needs Debian's chromium and chromium-driver (`make system-deps`). Locally they may be
 missing and the tests are skipped with that reason; in CI (CI set) a missing browser fails.
@@ -11,6 +15,7 @@ missing and the tests are skipped with that reason; in CI (CI set) a missing bro
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -29,6 +34,9 @@ IN_CI = bool(os.environ.get("CI"))
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 BOOK_TITLE = yaml.safe_load((REPO / "_config.yml").read_text())["title"]
+# Words about how the book was made, not about what it teaches (tests/book/test_reader_pages.py
+# checks the sources; this checks what the browser shows, cell outputs included).
+FORBIDDEN_WORDS = re.compile(r"\b(pending|lease[sd]?|lent)\b", re.IGNORECASE)
 
 # A headless browser over the built book: seconds per page, and the book must be built first.
 pytestmark = pytest.mark.slow
@@ -216,6 +224,10 @@ def test_page_loads_cleanly(driver, book_server, doc):
     check_videos(driver, book_server, HTML)
     assert foreign_requests(driver, book_server) == [], "the page fetched something remote"
     assert severe_console_errors(driver) == []
+    text = driver.find_element(By.CSS_SELECTOR, "article.bd-article").text
+    assert "Traceback (most recent call last)" not in text, "a cell printed a traceback"
+    words = sorted({m.group(0) for m in FORBIDDEN_WORDS.finditer(text)})
+    assert words == [], f"the page says {words}: name the machine, the run record and its date"
 
 
 def test_debian_chromium_plays_h264_mp4(driver, tmp_path):
@@ -250,3 +262,70 @@ def test_debian_chromium_plays_h264_mp4(driver, tmp_path):
             check_videos(driver, base, tmp_path)
     finally:
         stop(proc)
+
+
+def part_pages() -> list[str]:
+    """The front page and the first page of every part of the table of contents."""
+    toc = yaml.safe_load((REPO / "_toc.yml").read_text())
+    return [toc["root"]] + [part["chapters"][0]["file"] for part in toc.get("parts", [])]
+
+
+# A table wider than the text column is fine inside an element that scrolls it horizontally
+# (the theme's scrollable-table wrapper, a notebook output area); anywhere else it spills over
+# the margin or the sidebar, and the reader cannot see its last columns.
+OVERFLOWING_TABLES_JS = """
+const article = document.querySelector('article.bd-article') || document.body;
+const limit = article.getBoundingClientRect().right + 1;
+const bad = [];
+for (const table of article.querySelectorAll('table')) {
+  if (table.getBoundingClientRect().right <= limit) continue;
+  let el = table.parentElement, contained = false;
+  while (el && el !== document.body) {
+    const style = getComputedStyle(el);
+    if (['auto', 'scroll', 'hidden'].includes(style.overflowX)
+        && el.getBoundingClientRect().right <= limit) { contained = true; break; }
+    el = el.parentElement;
+  }
+  if (!contained) bad.push((table.innerText || '').trim().slice(0, 60));
+}
+return bad;
+"""
+
+
+@pytest.mark.parametrize("doc", part_pages())
+def test_desktop_layout_has_no_overflowing_table(driver, book_server, doc, tmp_path):
+    driver.set_window_size(1280, 900)  # a desktop browser window
+    driver.get(f"{book_server}/{doc}.html")
+    shot = tmp_path / f"{doc.replace('/', '_')}.png"
+    assert driver.save_screenshot(str(shot)), "chromium took no screenshot"
+    assert shot.stat().st_size > 10_000, "the screenshot is blank"
+    assert driver.execute_script(OVERFLOWING_TABLES_JS) == [], (
+        "tables wider than the text column and not inside a scroll container"
+    )
+
+
+VIDEO_PLAY_JS = """
+const v = arguments[0];
+v.muted = true;  // autoplay without a user gesture is allowed for muted media
+const p = v.play();
+if (p && p.catch) p.catch(() => {});
+"""
+
+
+def test_front_page_video_plays(driver, book_server):
+    from selenium.webdriver.common.by import By
+
+    driver.get(f"{book_server}/{part_pages()[0]}.html")
+    videos = driver.find_elements(By.CSS_SELECTOR, "article.bd-article video")
+    if not videos:
+        pytest.skip("the front page has no <video> element yet (the walker video goes where "
+                    "book/intro.md says WALKER-VIDEO)")
+    video = videos[0]
+    driver.execute_script(VIDEO_PLAY_JS, video)
+    deadline = time.monotonic() + 30
+    state = driver.execute_script(VIDEO_STATE_JS, video)
+    while state["ready"] < 2 and state["error"] is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+        state = driver.execute_script(VIDEO_STATE_JS, video)
+    assert state["error"] is None, f"{state['src']}: MediaError code {state['error']}"
+    assert state["ready"] >= 2, f"{state['src']}: readyState {state['ready']} after 30 s"

@@ -62,8 +62,8 @@ def test_toc_has_the_chapter_plan():
     files = toc_files()
     chapters = [f for f in files if f.startswith("notebooks/")]
     assert [c.split("/")[1][:2] for c in chapters] == [f"{i:02d}" for i in range(1, 11)]
-    assert files[-3:] == ["book/appendix_tests", "book/appendix_reproduce",
-                          "book/appendix_reference_stack"]
+    assert files[-4:] == ["book/appendix_tests", "book/appendix_reproduce",
+                          "book/appendix_reference_stack", "book/references"]
 
 
 def test_every_toc_entry_exists():

@@ -1,144 +1,34 @@
-"""broadphase: the fork's cached candidate list is recomputed every HIP step; no-op elsewhere.
+"""broadphase: a fresh broadphase every HIP step, decided by behaviour, whatever the fork's shape.
 
-The fakes reproduce the structure of ``collision()`` in ROCm/mujoco_warp
-``mujoco_warp/_src/collision_driver.py`` as stored in the search index (the pinned commit 9229bb9
-itself is not stored):
-
-* ``static_ctx`` - commit 7215199606ef: ``if wp.get_device().is_hip and hasattr(d,
-  "_static_collision_ctx")`` and ``d._static_cache_valid`` -> reuse; cache after a fresh run.
-* ``opt_in`` - commit f1bb46ee40fa: ``_BROADPHASE_CACHE_ENABLED`` (from
-  ``MJW_HIP_BROADPHASE_CACHE``), attribute ``d._bvh_cached_ctx``.
-* ``bvh_always`` - what the AMD chapter's hook implies for 9229bb9: ``_bvh_cached_ctx`` cached
-  whenever the device is HIP.
-
-Each fake drives a one-dimensional falling sphere: broadphase makes the sphere-plane pair a
-candidate when the gap is within a margin, narrowphase turns a candidate into a contact when
-they touch, and a contact stops the fall. With a stale list the sphere falls through.
+The fake collision drivers in ``fakes.FORK_SOURCES`` reproduce the ways the ROCm MuJoCo Warp fork
+keeps its broadphase cache (two revisions of ROCm/mujoco_warp, a public copy of the fork, a cache
+moved into helpers, a name built at run time) plus two shapes the hook cannot clear and upstream
+mujoco_warp. Each is written to a file and imported, so the hook reads its source as it reads
+the real module. A 1-D sphere falls through each; the acceptance is the contact check's own
+verdict (``contact_check.run_contact_check`` with the drop simulated through the fake driver).
 """
 
 from __future__ import annotations
 
-from types import ModuleType, SimpleNamespace
+import functools
+import warnings
 
 import pytest
-from fakes import CPU, CUDA, HIP, FakeDevice  # noqa: F401
+from fakes import (
+    CLEARABLE_FORKS,
+    CPU,
+    CUDA,
+    DROP_RADIUS,
+    HIP,
+    UNREACHABLE_FORKS,
+    drop_sphere,
+    fake_simulate_drop,
+    load_fork,
+)
 
 from mjlab_microduck import compat
 from mjlab_microduck.compat import _hook, broadphase
-
-RADIUS = 0.05
-MARGIN = 0.01
-DT = 0.005
-GRAVITY = 9.81
-
-_FORK_SOURCES = {
-    "static_ctx": """
-def collision(m, d):
-  ctx = create_collision_context(d.naconmax)
-  d.ncollision = 0
-  d.nacon = 0
-  _run_broadphase = True
-  if wp.get_device().is_hip and hasattr(d, "_static_collision_ctx"):
-    if getattr(d, "_static_cache_valid", False):
-      ctx = d._static_collision_ctx
-      _run_broadphase = False
-  if _run_broadphase:
-    nxn_broadphase(m, d, ctx)
-    if wp.get_device().is_hip:
-      d._static_collision_ctx = ctx
-      d._static_cache_valid = True
-  _narrowphase(m, d, ctx)
-""",
-    "opt_in": """
-def collision(m, d):
-  ctx = create_collision_context(d.naconmax)
-  d.ncollision = 0
-  d.nacon = 0
-  _run_broadphase = True
-  device = wp.get_device()
-  if device.is_hip and _BROADPHASE_CACHE_ENABLED:
-    if hasattr(d, "_bvh_cached_ctx") and d._bvh_cached_ctx is not None:
-      ctx = d._bvh_cached_ctx
-      _run_broadphase = False
-    elif not hasattr(d, "_bvh_cached_ctx"):
-      d._bvh_cached_ctx = None
-  if _run_broadphase:
-    nxn_broadphase(m, d, ctx)
-    if device.is_hip and _BROADPHASE_CACHE_ENABLED:
-      d._bvh_cached_ctx = ctx
-  _narrowphase(m, d, ctx)
-""",
-    "bvh_always": """
-def collision(m, d):
-  ctx = create_collision_context(d.naconmax)
-  d.ncollision = 0
-  d.nacon = 0
-  _run_broadphase = True
-  device = wp.get_device()
-  if device.is_hip:
-    if hasattr(d, "_bvh_cached_ctx") and d._bvh_cached_ctx is not None:
-      ctx = d._bvh_cached_ctx
-      _run_broadphase = False
-    elif not hasattr(d, "_bvh_cached_ctx"):
-      d._bvh_cached_ctx = None
-  if _run_broadphase:
-    nxn_broadphase(m, d, ctx)
-    if device.is_hip:
-      d._bvh_cached_ctx = ctx
-  _narrowphase(m, d, ctx)
-""",
-    "upstream": """
-def collision(m, d):
-  ctx = create_collision_context(d.naconmax)
-  d.ncollision = 0
-  d.nacon = 0
-  nxn_broadphase(m, d, ctx)
-  _narrowphase(m, d, ctx)
-""",
-}
-
-
-def make_fork(variant: str, current: dict) -> tuple[ModuleType, ModuleType]:
-    """A fake ``collision_driver`` module (and a package re-exporting ``collision``)."""
-    module = ModuleType(f"fake_mujoco_warp_{variant}._src.collision_driver")
-    module.wp = SimpleNamespace(get_device=lambda: current["device"])
-    module._BROADPHASE_CACHE_ENABLED = True
-    module.calls = {"broadphase": 0}
-
-    def create_collision_context(naconmax):
-        return SimpleNamespace(collision_pair=[])
-
-    def nxn_broadphase(m, d, ctx):
-        module.calls["broadphase"] += 1
-        if d.z - RADIUS <= MARGIN:  # plane filter: within the margin of the plane
-            ctx.collision_pair.append(("floor", "ball"))
-        d.ncollision = len(ctx.collision_pair)
-
-    def _narrowphase(m, d, ctx):
-        d.nacon = sum(1 for _ in ctx.collision_pair if d.z - RADIUS <= 0.0)
-
-    module.create_collision_context = create_collision_context
-    module.nxn_broadphase = nxn_broadphase
-    module._narrowphase = _narrowphase
-    exec(_FORK_SOURCES[variant], module.__dict__)
-    package = ModuleType(f"fake_mujoco_warp_{variant}")
-    package.collision = module.collision
-    return module, package
-
-
-def drop_sphere(module: ModuleType, steps: int = 200, z0: float = 0.2) -> tuple[float, int]:
-    """Semi-implicit Euler fall; a contact makes the sphere rest on the plane."""
-    d = SimpleNamespace(z=z0, v=0.0, naconmax=8, qpos=SimpleNamespace(device=None))
-    max_contacts = 0
-    for _ in range(steps):
-        module.collision(None, d)  # forward.py calls collision_driver.collision(m, d)
-        max_contacts = max(max_contacts, d.nacon)
-        if d.nacon:
-            d.z, d.v = RADIUS, 0.0
-        else:
-            d.v -= GRAVITY * DT
-            d.z += d.v * DT
-    return d.z, max_contacts
+from mjlab_microduck.runtime import contact_check
 
 
 @pytest.fixture
@@ -151,86 +41,277 @@ def current(monkeypatch):
     compat.install_all()
 
 
-@pytest.mark.parametrize("variant", ["static_ctx", "opt_in", "bvh_always"])
-def test_fake_fork_loses_contact_on_hip_without_the_hook(current, variant):
+@pytest.fixture
+def fork(current, tmp_path):
+    """``fork(variant, cache_enabled=True)`` -> (collision module, package) on a fake device."""
+    return functools.partial(load_fork, current=current, directory=tmp_path)
+
+
+def contact_verdict(monkeypatch, module):
+    """The contact check's result with the drop simulated through ``module`` on a HIP device."""
+    monkeypatch.setattr(contact_check, "simulate_drop", fake_simulate_drop(module))
+    return contact_check.run_contact_check("cuda:0")
+
+
+# --- acceptance: the contact check on a fake HIP device, per fork shape ------------------------
+
+
+@pytest.mark.parametrize("variant", CLEARABLE_FORKS)
+def test_contact_check_fails_without_the_hook_on_hip(current, fork, monkeypatch, variant):
     current["device"] = HIP
-    module, _ = make_fork(variant, current)
-    z, contacts = drop_sphere(module)
+    module, _ = fork(variant)
+    result = contact_verdict(monkeypatch, module)
+    assert result.passed is False
+    assert result.max_contacts == 0 and result.final_z < -1.0  # fell through the plane
     assert module.calls["broadphase"] == 1  # cached after the first step
-    assert contacts == 0 and z < -1.0  # fell through the plane
 
 
-@pytest.mark.parametrize("variant", ["static_ctx", "opt_in", "bvh_always"])
-def test_hook_makes_fake_fork_recompute_every_hip_step(current, variant):
+@pytest.mark.parametrize("variant", CLEARABLE_FORKS)
+def test_contact_check_passes_with_the_hook_on_hip(current, fork, monkeypatch, variant):
     current["device"] = HIP
-    module, package = make_fork(variant, current)
-    status = broadphase.install(collision_module=module, package_module=package)
+    module, package = fork(variant)
+    status = broadphase.install(hip_platform=True, collision_module=module, package_module=package)
     assert status.active is True
-    assert status.details["cache_markers"]
-    assert package.collision is module.collision  # re-export wrapped too
-    z, contacts = drop_sphere(module, steps=200)
-    assert module.calls["broadphase"] == 200
-    assert contacts >= 1 and z == pytest.approx(RADIUS)
-    assert broadphase.status().details["invalidations"] == 199  # nothing to drop before step 1
-
-
-@pytest.mark.parametrize("device", [CPU, CUDA], ids=["cpu", "cuda"])
-@pytest.mark.parametrize("variant", ["static_ctx", "bvh_always"])
-def test_hook_is_a_passthrough_on_cpu_and_cuda(current, device, variant):
-    current["device"] = device
-    module, package = make_fork(variant, current)
-    broadphase.install(collision_module=module, package_module=package)
-    z, contacts = drop_sphere(module)
-    assert module.calls["broadphase"] == 200  # the fork never caches off HIP
-    assert contacts >= 1 and z == pytest.approx(RADIUS)
+    assert package.collision is module.collision  # the re-export is wrapped too
+    result = contact_verdict(monkeypatch, module)
+    assert result.passed is True
+    assert result.max_contacts == 1 and result.final_z == pytest.approx(DROP_RADIUS)
+    assert result.broadphase == "neutralised"
+    assert module.calls["broadphase"] == 200  # a fresh broadphase on every step
     details = broadphase.status().details
-    assert details["hip_calls"] == 0 and details["invalidations"] == 0
+    assert details["cache_state"] == "neutralised"
+    assert details["cache_state_label"] == "cache present, neutralised by the hook"
+    assert details["hip_calls"] == details["hip_calls_checked"] == 200
+    assert details["hip_calls_without_broadphase"] == 0
+    assert details["invalidations"] == 199  # nothing to drop before the first step
+    assert broadphase.status().reason.startswith("cache present, neutralised by the hook")
 
 
-def test_upstream_driver_without_cache_is_a_reported_noop(current):
-    module, package = make_fork("upstream", current)
-    original = module.collision
-    status = broadphase.install(collision_module=module, package_module=package)
-    assert status.active is False
-    assert "no broadphase cache" in status.reason
-    assert module.collision is original and package.collision is original
+def test_opt_in_cache_switched_off_is_reported_disabled(current, fork, monkeypatch):
+    current["device"] = HIP
+    module, package = fork("opt_in", cache_enabled=False)
+    assert broadphase.install(hip_platform=True, collision_module=module, package_module=package)
+    result = contact_verdict(monkeypatch, module)
+    assert result.passed is True and result.broadphase == "disabled"
+    details = broadphase.status().details
+    assert details["cache_state"] == "disabled"
+    assert details["cache_flags"] == {"_BROADPHASE_CACHE_ENABLED": False}
+    assert details["invalidations"] == 0 and details["hip_calls_without_broadphase"] == 0
+    assert "switched off (_BROADPHASE_CACHE_ENABLED=False)" in details["verdict"]
+    assert "caches" not in broadphase.status().reason  # never "caches" for a disabled cache
+
+
+def test_disabled_cache_switched_on_later_is_neutralised(current, fork):
+    current["device"] = HIP
+    module, package = fork("opt_in", cache_enabled=False)
+    broadphase.install(hip_platform=True, collision_module=module, package_module=package)
+    module._BROADPHASE_CACHE_ENABLED = True  # e.g. the variable set after import
+    _, contacts = drop_sphere(module)
+    assert max(contacts) == 1
+    assert broadphase.status().details["cache_state"] == "neutralised"
+
+
+@pytest.mark.parametrize("variant", UNREACHABLE_FORKS)
+def test_unreachable_cache_is_unrecognised_and_the_contact_check_fails(
+    current, fork, monkeypatch, variant
+):
+    current["device"] = HIP
+    module, package = fork(variant)
+    broadphase.install(hip_platform=True, collision_module=module, package_module=package)
+    with pytest.warns(RuntimeWarning, match="ran no broadphase"):
+        result = contact_verdict(monkeypatch, module)
+    assert result.passed is False and result.max_contacts == 0
+    assert result.broadphase == "unrecognised"
+    details = broadphase.status().details
+    assert details["cache_state"] == "unrecognised"
+    assert details["hip_calls_without_broadphase"] == 199
+    assert "the contact check decides" in details["verdict"]
+
+
+def test_module_level_cache_is_unrecognised_before_any_step(current, fork):
+    module, package = fork("module_cache")
+    status = broadphase.install(hip_platform=True, collision_module=module, package_module=package)
+    assert status.details["module_level_caches"] == ["_PAIR_CACHE"]
+    assert broadphase.status().details["cache_state"] == "unrecognised"
+
+
+def test_hidden_cache_reads_as_no_cache_until_a_hip_step_shows_it(current, fork):
+    current["device"] = HIP
+    module, package = fork("hidden")
+    broadphase.install(hip_platform=True, collision_module=module, package_module=package)
+    assert broadphase.status().details["cache_state"] == "none"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        drop_sphere(module, steps=3)
+    assert [w.category for w in caught] == [RuntimeWarning]  # warned once, not every step
+    assert broadphase.status().details["cache_state"] == "unrecognised"
+
+
+# --- what the hook reads and learns -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("variant", "attrs", "read_only"),
+    [
+        ("static_ctx", ["_static_cache_valid", "_static_collision_ctx"], []),
+        ("opt_in", ["_bvh_cached_ctx"], []),
+        ("bvh_always", ["_bvh_cached_ctx"], ["_collision_ctx"]),
+        (
+            "helper",
+            ["_hip_pair_ctx"],
+            [],
+        ),  # in helpers, named through a module constant
+        ("dynamic", [], []),
+        ("upstream", [], []),
+    ],
+)
+def test_source_reading_finds_assigned_cache_attributes(fork, variant, attrs, read_only):
+    module, _ = fork(variant)
+    scan = broadphase.scan_module(module)
+    assert scan.source_read is True
+    assert sorted(scan.cache_attrs) == attrs
+    assert sorted(scan.read_only_attrs) == read_only
+    assert scan.broadphase_functions == ["nxn_broadphase"]
+
+
+@pytest.mark.parametrize(
+    ("variant", "enabled", "label"),
+    [
+        ("static_ctx", True, "cache present, neutralised by the hook"),
+        ("opt_in", True, "cache present, neutralised by the hook"),
+        ("opt_in", False, "cache present, disabled"),
+        ("bvh_always", True, "cache present, neutralised by the hook"),
+        ("helper", True, "cache present, neutralised by the hook"),
+        ("upstream", True, "no cache in this mujoco_warp"),
+    ],
+)
+def test_install_reports_the_state_before_any_step(fork, variant, enabled, label):
+    module, package = fork(variant, cache_enabled=enabled)
+    status = broadphase.install(hip_platform=True, collision_module=module, package_module=package)
+    assert status.reason.startswith(f"{label}; fresh broadphase forced on HIP: ")
+    assert "no HIP step observed yet" in status.reason
+
+
+def test_cache_markers_are_read_through_event_scope_style_wrappers(fork):
+    module, _ = fork("helper")
+
+    @functools.wraps(module.collision)
+    def event_scope_wrapper(m, d):
+        return module.collision(m, d)
+
+    assert broadphase.cache_markers(event_scope_wrapper) == {"_hip_pair_ctx"}
+
+
+def test_a_name_built_at_run_time_is_learned_from_the_data_object(current, fork):
+    current["device"] = HIP
+    module, package = fork("dynamic")
+    broadphase.install(hip_platform=True, collision_module=module, package_module=package)
+    _, contacts = drop_sphere(module)
+    assert max(contacts) == 1
+    details = broadphase.status().details
+    assert details["cache_attrs_learned"] == ["_broadphase_memo"]
+    assert details["cache_state"] == "neutralised"
+
+
+def test_a_buffer_collision_only_reads_is_left_alone(current, fork):
+    current["device"] = HIP
+    module, package = fork("bvh_always")
+    broadphase.install(hip_platform=True, collision_module=module, package_module=package)
+    d = module.Data(z=0.2, v=0.0)
+    buffer = module.create_collision_context(8)
+    d._collision_ctx = buffer  # preallocated elsewhere (put_data in the fork)
+    for _ in range(3):
+        module.collision(None, d)
+    assert d._collision_ctx is buffer
 
 
 def test_installed_mujoco_warp_381_has_no_cache(current):
     from mujoco_warp._src import collision_driver
 
     original = collision_driver.collision
-    status = broadphase.install()
+    status = broadphase.install(hip_platform=False)
     assert status.active is False
-    assert status.details["cache_markers"] == []
+    assert status.details["cache_attrs_in_source"] == []
+    assert status.details["broadphase_functions"] == [
+        "nxn_broadphase",
+        "sap_broadphase",
+    ]
     assert collision_driver.collision is original
+    assert broadphase.status().details["cache_state"] == "none"
 
 
-def test_markers_are_read_through_event_scope_style_wrappers(current):
-    import functools
-
-    module, _ = make_fork("static_ctx", current)
-
-    @functools.wraps(module.collision)
-    def event_scope_wrapper(m, d):
-        return module.collision(m, d)
-
-    assert broadphase.cache_markers(event_scope_wrapper) == {
-        "_static_collision_ctx",
-        "_static_cache_valid",
-    }
-
-
-def test_idempotent_and_uninstall_restores_originals(current):
-    current["device"] = HIP
-    module, package = make_fork("bvh_always", current)
+def test_upstream_driver_without_cache_off_hip_is_a_reported_noop(current, fork):
+    module, package = fork("upstream")
     original = module.collision
-    first = broadphase.install(collision_module=module, package_module=package)
+    status = broadphase.install(hip_platform=False, collision_module=module, package_module=package)
+    assert status.active is False
+    assert "no broadphase cache" in status.reason
+    assert module.collision is original and package.collision is original
+
+
+def test_upstream_driver_on_hip_is_watched_and_reports_no_cache(current, fork, monkeypatch):
+    current["device"] = HIP
+    module, package = fork("upstream")
+    status = broadphase.install(hip_platform=True, collision_module=module, package_module=package)
+    assert status.active is True  # on HIP the hook always watches the broadphase
+    result = contact_verdict(monkeypatch, module)
+    assert result.passed is True and result.broadphase == "none"
+    details = broadphase.status().details
+    assert details["cache_state_label"] == "no cache in this mujoco_warp"
+    assert "broadphase ran on all 200 HIP steps checked" in details["verdict"]
+
+
+def test_no_broadphase_function_to_watch_is_unrecognised_on_hip(current, fork):
+    module, package = fork("static_ctx")
+    del module.nxn_broadphase  # e.g. a revision that renamed it
+    broadphase.install(hip_platform=True, collision_module=module, package_module=package)
+    details = broadphase.status().details
+    assert details["cache_state"] == "unrecognised"
+    assert "no public *_broadphase function" in details["verdict"]
+
+
+# --- guard, idempotency, reversibility ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", [CPU, CUDA], ids=["cpu", "cuda"])
+@pytest.mark.parametrize("variant", ["static_ctx", "bvh_always", "hidden"])
+def test_hook_is_a_passthrough_on_cpu_and_cuda(current, fork, device, variant):
+    current["device"] = device
+    module, package = fork(variant)
+    broadphase.install(hip_platform=True, collision_module=module, package_module=package)
+    heights, contacts = drop_sphere(module)
+    assert module.calls["broadphase"] == 200  # the fork never caches off HIP
+    assert max(contacts) == 1 and heights[-1] == pytest.approx(DROP_RADIUS)
+    details = broadphase.status().details
+    assert details["hip_calls"] == 0 and details["invalidations"] == 0
+
+
+def test_contacts_disabled_step_is_not_counted_as_stale(current, fork):
+    current["device"] = HIP
+    module, package = fork("upstream")
+    broadphase.install(hip_platform=True, collision_module=module, package_module=package)
+    # Without a contact buffer collision() returns before the broadphase by design.
+    module.collision(None, module.Data(z=0.2, v=0.0, naconmax=0))
+    details = broadphase.status().details
+    assert module.calls["broadphase"] == 0
+    assert details["hip_calls"] == 1 and details["hip_calls_checked"] == 0
+    assert details["hip_calls_without_broadphase"] == 0
+    assert details["cache_state"] == "none"
+
+
+def test_idempotent_and_uninstall_restores_originals(current, fork):
+    current["device"] = HIP
+    module, package = fork("bvh_always")
+    original, original_bp = module.collision, module.nxn_broadphase
+    first = broadphase.install(hip_platform=True, collision_module=module, package_module=package)
     wrapper = module.collision
-    second = broadphase.install(collision_module=module, package_module=package)
+    second = broadphase.install(hip_platform=True, collision_module=module, package_module=package)
     assert second is first and module.collision is wrapper
     assert wrapper.__wrapped__ is original
+    assert module.nxn_broadphase.__wrapped__ is original_bp
     broadphase.uninstall()
     assert module.collision is original and package.collision is original
+    assert module.nxn_broadphase is original_bp
+    assert broadphase.status().reason == "not installed"
     _, contacts = drop_sphere(module)
-    assert contacts == 0  # the fork's bug is back once the fix is removed
+    assert max(contacts) == 0  # the fork's bug is back once the fix is removed

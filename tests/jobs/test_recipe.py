@@ -1,4 +1,4 @@
-"""The recipe (``microduck-recipe`` / ``make results``): stages, publishing and ordering.
+"""The recipe (``microduck recipe`` / ``make results``): stages, publishing and ordering.
 
 Stage definitions are checked against the profiles. Running a stage is checked with a stand-in
 for the driver's ``run`` that lays out a finished run exactly as the driver does (the driver

@@ -412,7 +412,8 @@ def test_published_schema_matches_the_model():
     schema = json.loads(published.read_text())
     assert schema["additionalProperties"] is False
     assert set(schema["properties"]["kind"]["enum"]) == {
-        "train", "replay", "bench", "probe", "contact_check", "doctor", "experiment"}
+        "train", "replay", "bench", "probe", "contact_check", "doctor", "experiment",
+        "gait_test"}
 
 
 def test_cli_validate_and_verify(tmp_path, capsys):

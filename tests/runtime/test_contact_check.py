@@ -42,6 +42,18 @@ def test_sphere_lands_on_cpu():
         0.005,
     )
     assert result.frozen_broadphase is False
+    # Upstream mujoco_warp on a CPU: the broadphase hook reports no cache (and stays out).
+    assert result.broadphase == "none"
+    assert "broadphase=" not in result.line()  # the hook's state is printed on HIP only
+
+
+def test_line_names_the_broadphase_hook_state_on_hip():
+    result = ContactCheckResult(False, -0.81, 0, "cuda:0", True, 200, 0.005,
+                                broadphase="unrecognised")  # fmt: skip
+    assert result.line() == (
+        "FAIL final_z=-0.810000 max_contacts=0 device=cuda:0 is_hip=True steps=200 "
+        "broadphase=unrecognised"
+    )
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""microduck-doctor: the table, and fail-closed exits for every unsupported combination.
+"""microduck doctor: the table, and fail-closed exits for every unsupported combination.
 
 The GPU stacks are simulated with ``provenance.RuntimeFacts`` values shaped like what torch
 and Warp report on each vendor (a ROCm torch has ``torch.version.hip``; the ROCm Warp fork's
@@ -146,6 +146,10 @@ def test_contact_check_variants(monkeypatch):
                                                             max_contacts=1)
     ok = doctor.contact_check("cuda:0")
     assert (ok.value, ok.status, ok.detail) == ("pass", "ok", "final_z=0.049633, max_contacts=1")
+    fake.run_contact_check = lambda device: SimpleNamespace(
+        passed=True, final_z=0.049633, max_contacts=1, broadphase="neutralised")
+    hooked = doctor.contact_check("cuda:0")
+    assert hooked.detail == "final_z=0.049633, max_contacts=1, broadphase hook: neutralised"
     fake.run_contact_check = lambda device: {"passed": False, "final_z": -1.2,
                                              "max_contacts": 0}
     bad = doctor.contact_check("cuda:0")
@@ -160,6 +164,105 @@ def test_contact_check_variants(monkeypatch):
     monkeypatch.setitem(sys.modules, "mjlab_microduck.runtime.contact_check", None)
     missing = doctor.contact_check("cpu")
     assert missing.status == "skip" and missing.unsupported is None
+
+
+# ------------------------------------------------------------------ broadphase hook row
+
+
+@pytest.mark.parametrize(("state", "value"), [
+    ("none", "no cache"), ("disabled", "cache disabled"), ("neutralised", "cache neutralised"),
+    ("unrecognised", "UNRECOGNISED"),
+])
+def test_broadphase_row_names_the_cache_state(state, value):
+    status = SimpleNamespace(fix="broadphase", active=True, reason="why",
+                             details={"cache_state": state, "verdict": "what it saw"})
+    row = doctor.broadphase_check(status, hip=True, device="cuda:1")
+    assert (row.name, row.value, row.detail) == ("compat: broadphase", value, "why")
+    if state == "unrecognised":
+        assert row.status == "warn" and row.unsupported is None
+        assert "what it saw" in row.warning
+        assert "microduck contact-check --device cuda:1 --require-hip" in row.warning
+    else:
+        assert row.status == "info" and row.warning is None
+
+
+def test_unrecognised_off_hip_is_information_only():
+    status = SimpleNamespace(fix="broadphase", active=False, reason="r",
+                             details={"cache_state": "unrecognised", "hip_calls": 0})
+    row = doctor.broadphase_check(status, hip=False)
+    assert (row.value, row.status, row.warning) == ("UNRECOGNISED", "info", None)
+
+
+@pytest.fixture
+def fork_machine(monkeypatch, tmp_path):
+    """A fake HIP machine whose mujoco_warp is one of the fake fork drivers of ``fakes``: the
+    broadphase hook is installed on it and the doctor runs the real contact check, with the
+    sphere drop simulated through that driver."""
+    from fakes import HIP, fake_simulate_drop, load_fork
+
+    from mjlab_microduck import compat
+    from mjlab_microduck.compat import _hook, broadphase
+    from mjlab_microduck.runtime import contact_check
+
+    compat.uninstall_all()
+    current = {"device": HIP}
+    monkeypatch.setattr(_hook, "current_warp_device", lambda: current["device"])
+    monkeypatch.setattr(doctor.provenance, "runtime_facts", lambda device=None: hip_facts())
+    monkeypatch.setattr(doctor, "initialise_gpu_runtimes", lambda f: [])
+    monkeypatch.setattr(doctor, "read_self_maps", lambda: maps_line(SYSTEM_HIP))
+
+    def use(variant, **kwargs):
+        module, package = load_fork(variant, current, tmp_path, **kwargs)
+        broadphase.install(hip_platform=True, collision_module=module, package_module=package)
+        monkeypatch.setattr(contact_check, "simulate_drop", fake_simulate_drop(module))
+        return module
+
+    yield use
+    compat.uninstall_all()
+    compat.install_all()
+
+
+def table_row(out, name):
+    return " ".join(next(line for line in out.splitlines() if line.startswith(name)).split())
+
+
+@pytest.mark.parametrize(("variant", "kwargs", "value", "hook"), [
+    ("static_ctx", {}, "cache neutralised", "neutralised"),
+    ("helper", {}, "cache neutralised", "neutralised"),
+    ("opt_in", {"cache_enabled": False}, "cache disabled", "disabled"),
+    ("upstream", {}, "no cache", "none"),
+])
+def test_doctor_on_fork_shapes_the_hook_handles(fork_machine, capsys, variant, kwargs, value,
+                                                hook):
+    fork_machine(variant, **kwargs)
+    rc, out, err = run_main(capsys)
+    assert rc == 0 and err == []
+    assert table_row(out, "compat: broadphase").startswith(f"compat: broadphase {value} info")
+    contact = table_row(out, "contact check")
+    assert contact.startswith("contact check pass ok") and f"broadphase hook: {hook}" in contact
+    assert "WARNING" not in out
+
+
+def test_doctor_on_an_unknown_fork_shape_warns_and_the_contact_check_decides(fork_machine,
+                                                                            capsys):
+    fork_machine("hidden")
+    with pytest.warns(RuntimeWarning, match="ran no broadphase"):
+        rc, out, err = run_main(capsys)
+    assert rc == 1
+    assert table_row(out, "compat: broadphase").startswith("compat: broadphase UNRECOGNISED warn")
+    assert table_row(out, "contact check").startswith("contact check FAIL fail")
+    assert "WARNING: the broadphase hook does not recognise" in out
+    assert err[0].startswith("warning: the broadphase hook does not recognise")
+    assert err[-1].startswith("unsupported: contacts do not work on cuda:0")
+
+
+def test_unknown_fork_shape_is_a_warning_even_without_the_contact_check(fork_machine, capsys):
+    fork_machine("module_cache")
+    rc, out, err = run_main(capsys, "--no-contact-check")
+    assert rc == 0  # nothing decided yet: the warning says what decides
+    assert len(err) == 1 and err[0].startswith("warning:") and "_PAIR_CACHE" in err[0]
+    assert "microduck contact-check --device cuda:0 --require-hip" in err[0]
+    assert table_row(out, "contact check").startswith("contact check skipped skip")
 
 
 # ------------------------------------------------------------------ main() with fakes

@@ -138,8 +138,18 @@ def rocminfo(name: str) -> dict[str, str]:
 
 
 def build_lib_call(result: Result) -> Call:
-    (call,) = [c for c in result.of("python") if c.args[:1] == ["build_lib.py"]]
+    """The build itself (not the --help query before it)."""
+    (call,) = [c for c in result.of("python", "build_lib.py") if "--help" not in c.args]
     return call
+
+
+def build_lib_help_calls(result: Result) -> list[Call]:
+    return result.of("python", "build_lib.py", "--help")
+
+
+def build_lib_help(name: str) -> dict[str, str]:
+    """Which stand-in build_lib.py --help text (tests/stubs/build_lib/NAME.txt) the fork has."""
+    return {"FAKE_BUILD_LIB_HELP": name}
 
 
 def flag_value(args: list[str], flag: str) -> str:
@@ -313,10 +323,12 @@ def test_dry_run_changes_nothing_and_lists_every_command(box: Sandbox) -> None:
         f"(cd .rocm-src/warp && ../../.venv-rocm/bin/python build_lib.py --rocm-path {box.rocm} "
         "--hip-arch gfx1201 --jobs ",
         "--hipcc-options=-O0)",
+        "build_lib.py --help is asked which options it defines",
         "uv pip install --python .venv-rocm/bin/python --no-deps -e .rocm-src/warp "
         "-e .rocm-src/mujoco_warp mjlab==1.3.0 -e .",
         f"list-envs lists {TASK_ID}",
         "check_rocm_contacts.py --device cuda:0 --require-hip",
+        "then the IPC-event probe (microduck probe --reuses 100",
     ):
         assert expected in out, expected
     numbers = [int(line.split(".")[0]) for line in out.splitlines() if line[:3].strip().isdigit()]
@@ -416,10 +428,23 @@ def test_full_run_clones_pins_builds_installs_and_verifies(box: Sandbox) -> None
     assert int(flag_value(build.args, "--jobs")) >= 1
     assert "--hipcc-options=-O0" in build.args
 
-    # Order: environment, dependencies (NumPy for the build), build, no-deps install, verify.
-    order = [(c.tool, c.args[0]) for c in result.calls if c.tool in ("uv", "python")]
-    assert order[:4] == [("uv", "venv"), ("uv", "pip"), ("python", "build_lib.py"), ("uv", "pip")]
-    assert order[4] == ("python", "-")
+    # Order: environment, dependencies (NumPy for build_lib.py), build_lib.py --help, build,
+    # no-deps install, verify (which runs the contact check, then the IPC probe).
+    order = [(c.tool, *c.args[:2]) for c in result.calls if c.tool in ("uv", "python")]
+    assert [step[:2] for step in order[:5]] == [
+        ("uv", "venv"),
+        ("uv", "pip"),
+        ("python", "build_lib.py"),
+        ("python", "build_lib.py"),
+        ("uv", "pip"),
+    ]
+    assert order[2] == ("python", "build_lib.py", "--help")
+    assert order[5][:2] == ("python", "-")
+    assert build_lib_help_calls(result)[0].cwd == module / ".rocm-src" / "warp"
+    assert (
+        "build_lib.py --help lists: --rocm-path yes, --hip-arch yes, --jobs yes, "
+        "--hipcc-options yes" in result.stdout
+    )
 
     for check in (
         "torch sees a HIP device",
@@ -457,7 +482,7 @@ def test_rerun_is_idempotent(box: Sandbox) -> None:
     assert not second.of("git", "clone")
     assert not [c for c in second.of("git", "-C") if c.args[2] in ("fetch", "checkout")]
     assert not second.of("uv", "venv")
-    assert not [c for c in second.of("python") if c.args[:1] == ["build_lib.py"]]
+    assert not second.of("python", "build_lib.py")  # neither --help nor the build
     assert ".rocm-src/warp is already at" in second.stdout
     assert "already built for gfx1201" in second.stdout
     # Installing again is cheap and repairs a half-installed environment, so it always runs.
@@ -544,8 +569,9 @@ def test_failed_verification_names_the_check(
     assert result.returncode == EXIT_VERIFY_FAILED
     assert f"FAIL {failing_check}" in result.stdout
     assert f"verification failed: {failing_check}" in result.stderr
-    # The other checks still ran and passed.
-    assert result.stdout.count("  ok   ") == 3
+    # The other checks (and the IPC probe after them) still ran and passed.
+    assert result.stdout.count("  ok   ") == 4
+    assert "ok   IPC event reuse" in result.stdout
 
 
 def test_missing_contact_script_fails_verification(box: Sandbox) -> None:
@@ -556,6 +582,120 @@ def test_missing_contact_script_fails_verification(box: Sandbox) -> None:
         "FAIL contact check" in result.stdout
         and "check_rocm_contacts.py not found" in result.stdout
     )
+
+
+# --- build_lib.py options: asked, not assumed -------------------------------------------------
+
+
+def test_build_lib_without_hipcc_options_is_built_without_it_with_a_warning(box: Sandbox) -> None:
+    result = box.run(env=build_lib_help("no_hipcc_options"))
+    assert result.returncode == 0, result.output
+    build = build_lib_call(result)
+    assert not [a for a in build.args if a.startswith("--hipcc-options")]
+    assert flag_value(build.args, "--hip-arch") == "gfx1201"
+    assert flag_value(build.args, "--rocm-path") == str(box.rocm)
+    (warning,) = [line for line in result.stderr.splitlines() if "--hipcc-options" in line]
+    assert warning.startswith("setup_rocm.sh: warning: build_lib.py of ROCm Warp commit ")
+    assert WARP_COMMIT in warning and "building without --hipcc-options=-O0" in warning
+    assert "--hipcc-options no" in result.stdout
+    assert "verification passed" in result.stdout
+
+
+def test_the_stub_build_refuses_an_option_its_help_does_not_list(tmp_path: Path) -> None:
+    """Without the --help check the build above would stop as argparse stops it."""
+    env = {"PATH": "/bin:/usr/bin", "STUB_DIR": str(STUBS), "STUB_LOG": str(tmp_path / "log"),
+           "FAKE_BUILD_LIB_HELP": "no_hipcc_options"}  # fmt: skip
+    done = subprocess.run(
+        [BASH, str(STUBS / "venv" / "python"), "build_lib.py", "--hip-arch", "gfx1201",
+         "--hipcc-options=-O0"],
+        env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "error: unrecognized arguments: --hipcc-options=-O0" in done.stderr
+
+
+def test_empty_hipcc_options_are_not_asked_for(box: Sandbox) -> None:
+    env = {**build_lib_help("no_hipcc_options"), "MICRODUCK_WARP_HIPCC_OPTIONS": ""}
+    result = box.run(env=env)
+    assert result.returncode == 0, result.output
+    assert "--hipcc-options" not in result.stderr
+    assert not [a for a in build_lib_call(result).args if a.startswith("--hipcc-options")]
+
+
+def test_build_lib_without_hip_arch_stops_naming_the_commit(box: Sandbox) -> None:
+    result = box.run(env=build_lib_help("no_hip"))
+    assert result.returncode == EXIT_STEP_FAILED
+    (message,) = result.stderr.strip().splitlines()
+    assert message.startswith("setup_rocm.sh: error: build_lib.py of ROCm Warp commit ")
+    assert WARP_COMMIT in message and "defines no --hip-arch option" in message
+    assert not [c for c in result.of("python", "build_lib.py") if "--help" not in c.args]
+
+
+def test_build_lib_help_failure_stops_naming_the_commit(box: Sandbox) -> None:
+    result = box.run(env={"FAKE_BUILD_LIB_HELP_RC": "1"})
+    assert result.returncode == EXIT_STEP_FAILED
+    (message,) = result.stderr.strip().splitlines()
+    assert "build_lib.py --help failed with exit status 1" in message
+    assert f"(ROCm Warp commit {WARP_COMMIT})" in message
+    assert len(result.of("python", "build_lib.py")) == 1  # the --help query only
+
+
+# --- the last lines: contact check and IPC probe verdicts ------------------------------------
+
+
+def test_full_run_ends_with_the_contact_and_ipc_verdicts(box: Sandbox) -> None:
+    result = box.run()
+    assert result.returncode == 0, result.output
+    assert result.stderr == ""
+    assert result.stdout.strip().splitlines()[-3:] == [
+        "Verdicts (also in .rocm-src/verdicts.txt):",
+        "  contact check: PASS final_z=0.049633 max_contacts=1 device=cuda:0 is_hip=True "
+        "steps=200 broadphase=neutralised",
+        "  IPC event probe: ok, 100 reuses of one interprocess event past the 32-slot limit "
+        "(hip 7.2.53211)",
+    ]
+    (probe,) = result.of("python", "-m", "mjlab_microduck.cli")
+    assert probe.args[2:] == ["probe", "--reuses", "100", "--ring", "1", "--json"]
+    assert probe.cwd == box.module
+    verdicts = (box.module / ".rocm-src" / "verdicts.txt").read_text().splitlines()
+    assert [v.split(":")[0] for v in verdicts] == ["contact check", "IPC event probe"]
+
+
+def test_failing_ipc_probe_is_a_warning_naming_the_multi_process_features(box: Sandbox) -> None:
+    result = box.run(env={"FAKE_IPC_PROBE": "failed"})
+    assert result.returncode == 0, result.output  # single-process training is set up
+    assert "verification passed" in result.stdout
+    assert "WARN IPC event reuse: FAILED at reuse 32 on hip 7.2.53211" in result.stdout
+    last_out = result.stdout.strip().splitlines()
+    assert last_out[-1].startswith("  contact check: PASS")
+    warning = result.stderr.strip().splitlines()[-1]
+    assert warning.startswith("setup_rocm.sh: warning: IPC event probe FAILED at reuse 32")
+    assert "this runtime shows the 32-slot interprocess-event bug of chapter 8" in warning
+    for affected in ("torch.cuda.Event(interprocess=True)", "microduck train --gpu-ids",
+                     "Single-process training is not affected",
+                     "microduck doctor --ipc-probe --require-ipc-events"):  # fmt: skip
+        assert affected in warning, affected
+
+
+@pytest.mark.parametrize(
+    ("probe", "says"),
+    [("skipped", "skipped (interprocess events unsupported"), ("crash", "gave no verdict")],
+)
+def test_an_inconclusive_ipc_probe_is_a_warning_too(box: Sandbox, probe: str, says: str) -> None:
+    result = box.run(env={"FAKE_IPC_PROBE": probe})
+    assert result.returncode == 0, result.output
+    warning = result.stderr.strip().splitlines()[-1]
+    assert warning.startswith(f"setup_rocm.sh: warning: IPC event probe {says}")
+    assert "unverified" in warning and "microduck train --gpu-ids" in warning
+
+
+def test_verdicts_are_printed_when_the_contact_check_fails(box: Sandbox) -> None:
+    result = box.run(env={"FAKE_CONTACT_RC": "1"})
+    assert result.returncode == EXIT_VERIFY_FAILED
+    assert "Verdicts (also in .rocm-src/verdicts.txt):" in result.stdout
+    assert "  contact check: exit status 1: FAIL final_z=-0.812000" in result.stdout
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("setup_rocm.sh: error: verification failed")
 
 
 # --- requirements file and lint --------------------------------------------------------------

@@ -191,6 +191,13 @@ def test_each_task_reaches_its_presets_terms_and_nothing_else():
         (4.0, 0.2, 4.0, wide_yaw, 1.5, *forward))
     assert figures(f"{TASK_ID}-ForwardStraightTuning") == pytest.approx(
         (4.0, 0.2, 4.0, 0.35, 3.0, *forward))
+    assert figures(f"{TASK_ID}-WalkerTuning") == pytest.approx(
+        (4.0, 0.2, 4.0, wide_yaw, 3.0, *omni))
+    # Each candidate changes forward tracking in what it names there, and in nothing else.
+    undo = {
+        "forward_straight": {"ang_vel_std_rad_s": wide_yaw},
+        "walker": {"commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False},
+    }
     for preset in tuning.CANDIDATE_PRESETS:
-        back = replace(preset, name="forward_tracking", ang_vel_std_rad_s=wide_yaw)
+        back = replace(preset, name="forward_tracking", **undo[preset.name])
         assert back == tuning.FORWARD_TRACKING

@@ -39,7 +39,9 @@ Usage: setup_rocm.sh [--dry-run] [GFX_TARGET]
 Builds .venv-rocm/ (Python $PYTHON_VERSION) and .rocm-src/ inside the module folder
 $MODULE_DIR
 and checks the result: torch sees a HIP device, Warp's device is HIP, mjlab lists
-$TASK_ID and the sphere contact check passes.
+$TASK_ID and the sphere contact check passes. Last it runs the IPC-event probe
+(chapter 8) and ends with both verdicts; a failing probe is a warning naming the
+multi-process features it affects, not a failed set-up.
 
   GFX_TARGET   GPU target to build Warp for, e.g. gfx1201, gfx942, gfx90a.
                Default: the first gfx agent that rocminfo lists.
@@ -54,6 +56,8 @@ Environment:
   HIP_VISIBLE_DEVICES          Passed through unchanged to torch and Warp.
   MICRODUCK_WARP_HIPCC_OPTIONS Extra hipcc options for Warp's build (default -O0, as in
                                the reference build; set it empty to use build_lib's own).
+                               Dropped with a warning when the fork's build_lib.py --help
+                               lists no --hipcc-options.
   MICRODUCK_ROCM_REQUIREMENTS  Requirements file (default: the nearest
                                requirements-rocm.txt at or above the module folder).
 
@@ -390,8 +394,31 @@ fi
 # Warp's build takes minutes: skip it when the last successful build used the same commit,
 # target, ROCm and options, and the tree was not moved in this run.
 jobs=$(nproc 2>/dev/null) || jobs=4
-build_flags=(--rocm-path "$ROCM_PATH" --hip-arch "$TARGET" --jobs "$jobs")
-[[ -z $HIPCC_OPTIONS ]] || build_flags+=("--hipcc-options=$HIPCC_OPTIONS")
+# The options passed to build_lib.py, each with its value. Fork revisions differ in the options
+# their build_lib.py defines (ROCm/warp builds have been run with --hipcc-options, while
+# AMD-Ecosystem/warp c40e849f's build_lib.py has none), and argparse stops an unknown one with
+# exit status 2, so before building the script asks build_lib.py --help and keeps only what it
+# lists (see check_build_lib_options).
+BUILD_OPTIONS=(--rocm-path --hip-arch --jobs)
+BUILD_VALUES=("$ROCM_PATH" "$TARGET" "$jobs")
+if [[ -n $HIPCC_OPTIONS ]]; then
+    BUILD_OPTIONS+=(--hipcc-options)
+    BUILD_VALUES+=("$HIPCC_OPTIONS")
+fi
+build_flags=()
+compose_build_flags() {
+    local i
+    build_flags=()
+    for i in "${!BUILD_OPTIONS[@]}"; do
+        if [[ ${BUILD_OPTIONS[i]} == --hipcc-options ]]; then
+            # Joined with '=': a value such as -O0 would otherwise read as an option of its own.
+            build_flags+=("--hipcc-options=${BUILD_VALUES[i]}")
+        else
+            build_flags+=("${BUILD_OPTIONS[i]}" "${BUILD_VALUES[i]}")
+        fi
+    done
+}
+compose_build_flags
 warp_stamp="commit=$WARP_COMMIT target=$TARGET rocm_path=$ROCM_PATH hipcc_options=$HIPCC_OPTIONS"
 WARP_BUILD=build
 if [[ ${TREE_ACTION[$WARP_DIR]} == reuse && -f $WARP_STAMP && $(<"$WARP_STAMP") == "$warp_stamp" ]]; then
@@ -438,9 +465,58 @@ fi
 step "Install AMD's PyTorch wheels, NumPy, MuJoCo, mjlab's dependencies and the book toolchain" . \
     uv pip install --python "$PYTHON" -r "$REQUIREMENTS"
 
+# True when build_lib.py's --help text lists OPTION (as "  --opt VALUE", "[--opt", "-j, --opt").
+build_lib_lists() {
+    local help=$1 option=$2
+    local pattern="(^|[[:space:],[])${option}([[:space:]=,]|\$)"
+    [[ $help =~ $pattern ]]
+}
+
+# Ask the checked-out build_lib.py which options it defines, and drop the ones it does not:
+# --hipcc-options, --rocm-path (ROCM_PATH is exported) and --jobs have defaults in build_lib,
+# so the build goes on without them with a warning; without --hip-arch it cannot target the
+# GPU, so the run stops. Runs after the dependencies are installed: build_lib.py imports NumPy.
+check_build_lib_options() {
+    local help status=0 i option joined listed=() kept_options=() kept_values=()
+    printf '     - asking build_lib.py --help which options ROCm Warp %s defines\n' "$WARP_COMMIT"
+    help=$(cd -- "$WARP_DIR" && "../../$PYTHON" build_lib.py --help 2>&1) || status=$?
+    if ((status != 0)); then
+        help=${help%$'\n'}
+        die "$EXIT_STEP_FAILED" "build_lib.py --help failed with exit status $status in $WARP_DIR (ROCm Warp commit $WARP_COMMIT): ${help##*$'\n'}"
+    fi
+    # Checked first: without it nothing else matters, and the run stops with this one line.
+    build_lib_lists "$help" --hip-arch ||
+        die "$EXIT_STEP_FAILED" "build_lib.py of ROCm Warp commit $WARP_COMMIT defines no --hip-arch option (build_lib.py --help does not list it), so Warp cannot be built for $TARGET: pin a ROCm Warp commit whose build_lib.py has --hip-arch"
+    for i in "${!BUILD_OPTIONS[@]}"; do
+        option=${BUILD_OPTIONS[i]}
+        if build_lib_lists "$help" "$option"; then
+            listed+=("$option yes")
+            kept_options+=("$option")
+            kept_values+=("${BUILD_VALUES[i]}")
+        else
+            listed+=("$option no")
+            case $option in
+                --hipcc-options) warn "build_lib.py of ROCm Warp commit $WARP_COMMIT defines no --hipcc-options option (build_lib.py --help does not list it): building without --hipcc-options=${BUILD_VALUES[i]}, with build_lib's own hipcc options (the reference build used -O0)" ;;
+                --rocm-path) warn "build_lib.py of ROCm Warp commit $WARP_COMMIT defines no --rocm-path option (build_lib.py --help does not list it): building without it; build_lib finds ROCm itself (ROCM_PATH=$ROCM_PATH is exported)" ;;
+                *) warn "build_lib.py of ROCm Warp commit $WARP_COMMIT defines no $option option (build_lib.py --help does not list it): building without $option ${BUILD_VALUES[i]}, with build_lib's default" ;;
+            esac
+        fi
+    done
+    printf -v joined '%s, ' "${listed[@]}"
+    note "build_lib.py --help lists: ${joined%, }"
+    BUILD_OPTIONS=("${kept_options[@]}")
+    BUILD_VALUES=("${kept_values[@]}")
+    compose_build_flags
+}
+
 if [[ $WARP_BUILD == reuse ]]; then
     note "ROCm Warp: already built for $TARGET ($WARP_STAMP matches); not rebuilt"
 else
+    if ((DRY_RUN)); then
+        note "before building, build_lib.py --help is asked which options it defines; an option it does not list is dropped with a warning (--hipcc-options, --rocm-path, --jobs), a missing --hip-arch stops the run"
+    else
+        check_build_lib_options
+    fi
     # build_lib.py compiles Warp's native runtime with hipcc for exactly this target (the
     # fork's default list, gfx942 and gfx950, covers no Radeon card).
     step "Build ROCm Warp's native runtime for $TARGET (then record $WARP_STAMP)" "$WARP_DIR" \
@@ -459,14 +535,31 @@ step "Install ROCm Warp, ROCm MuJoCo Warp, ${NO_DEPS_SPECS[*]} and this package 
 # All checks run in one Python process of the new environment, so a failure names the check
 # that failed instead of stopping at the first one.
 read -r -d '' VERIFY_PY <<'PY' || true
-"""Verify the ROCm stack that setup_rocm.sh installed (argv: module folder, venv, task id)."""
+"""Verify the ROCm stack that setup_rocm.sh installed.
 
+argv: module folder, venv, task id, verdicts file. The checks print "ok"/"FAIL" lines; the
+contact check's and the IPC-event probe's verdicts also go to the verdicts file, one a line,
+which setup_rocm.sh prints last ("warning: " lines as warnings on stderr).
+"""
+
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 module_dir, venv_dir, task_id = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+verdicts_file = Path(sys.argv[4])
 failed = []
+verdicts = []
+# What a failing IPC-event probe puts at risk: whatever reuses one interprocess GPU event. For
+# the multi-GPU launcher that is not established either way on ROCm (chapter 10), so it is
+# named as a run to probe before, not as a known failure.
+MULTI_PROCESS = (
+    "multi-process features that reuse an interprocess GPU event, such as pipelines that hand "
+    "GPU batches between processes with torch.cuda.Event(interprocess=True); and run the probe "
+    "before multi-GPU training (microduck train --gpu-ids, one process per GPU), whose use of "
+    "interprocess events on ROCm this book has not checked"
+)
 
 
 def report(name, ok, detail):
@@ -532,8 +625,67 @@ if contact_script.is_file():
     if contact.returncode != 0:
         detail = f"exit status {contact.returncode}: {tail(contact.stdout + contact.stderr)}"
     report("contact check", contact.returncode == 0, detail)
+    verdicts.append(f"contact check: {detail}")
 else:
     report("contact check", False, f"{contact_script} not found")
+    verdicts.append(f"contact check: FAIL ({contact_script} not found)")
+
+# The IPC-event probe (chapter 8): whether this HIP runtime survives reusing one interprocess
+# event past its 32 signal slots. Single-process training does not need it, so a failure is a
+# warning naming what it affects, not a failed set-up.
+probe_command = [
+    str(venv_dir / "bin" / "python"), "-m", "mjlab_microduck.cli", "probe",
+    "--reuses", "100", "--ring", "1", "--json",
+]
+probe = None
+try:
+    done = subprocess.run(probe_command, capture_output=True, text=True, timeout=300, check=False)
+    text = done.stdout
+    # The JSON is the last thing printed, starting on a line of its own; anything a library
+    # logs on import comes before it.
+    start = 0 if text.startswith("{") else text.rfind("\n{") + 1
+    probe = json.loads(text[start:]) if "{" in text else None
+    no_verdict = f"exit status {done.returncode}: {tail(done.stdout + done.stderr)}"
+except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+    no_verdict = f"{type(exc).__name__}: {exc}"
+status = probe.get("status") if isinstance(probe, dict) else None
+if status == "ok" and probe.get("conclusive"):
+    detail = (
+        f"ok, {probe['reuses_done']} reuses of one interprocess event past the 32-slot limit "
+        f"(hip {probe.get('runtime_version')})"
+    )
+    print(f"  ok   IPC event reuse: {detail}", flush=True)
+    verdicts.append(f"IPC event probe: {detail}")
+else:
+    if status == "failed":
+        failed_at, ring = probe.get("failed_at"), probe.get("ring_size") or 1
+        # Reuse 32 x ring size is the signature of the 32-slot bug; anything else is reported
+        # as a failure without naming a cause.
+        cause = (
+            "the 32-slot interprocess-event bug of chapter 8"
+            if failed_at == 32 * ring
+            else "an interprocess-event failure (not at the 32-slot limit)"
+        )
+        what = (
+            f"FAILED at reuse {failed_at} on hip {probe.get('runtime_version')} "
+            f"({probe.get('error')}): this runtime shows {cause}"
+        )
+    elif status in ("ok", "skipped"):
+        why = probe.get("reason") or f"only {probe.get('reuses_done')} reuses"
+        what = f"{status} ({why}): interprocess event reuse is unverified on this machine"
+    else:
+        what = f"gave no verdict ({no_verdict}): interprocess event reuse is unverified"
+    line = (
+        f"IPC event probe {what}. Affected: {MULTI_PROCESS}. Single-process training is not "
+        "affected. Re-check with: microduck doctor --ipc-probe --require-ipc-events"
+    )
+    print(f"  WARN IPC event reuse: {what}", flush=True)
+    verdicts.append(f"warning: {line}")
+
+try:
+    verdicts_file.write_text("".join(f"{v}\n" for v in verdicts))
+except OSError as exc:
+    print(f"  (could not write {verdicts_file}: {exc})", flush=True)
 
 if failed:
     print(f"verification failed: {', '.join(failed)}", file=sys.stderr)
@@ -541,15 +693,36 @@ if failed:
 print("verification passed")
 PY
 
+# The contact check's and the IPC probe's verdicts, kept for the reader and printed last.
+readonly VERDICTS=$SRC_DIR/verdicts.txt
+print_verdicts() {
+    local line
+    [[ -s $VERDICTS ]] || return 0
+    printf '\nVerdicts (also in %s):\n' "$VERDICTS"
+    while IFS= read -r line || [[ -n $line ]]; do
+        if [[ $line == "warning: "* ]]; then
+            warn "${line#warning: }"
+        else
+            printf '  %s\n' "$line"
+        fi
+    done <"$VERDICTS"
+}
+
 STEP_NO=$((STEP_NO + 1))
-verify_description="Verify in $VENV_DIR: torch sees a HIP device, Warp's device is HIP, list-envs lists $TASK_ID, scripts/check_rocm_contacts.py --device cuda:0 --require-hip passes"
+verify_description="Verify in $VENV_DIR: torch sees a HIP device, Warp's device is HIP, list-envs lists $TASK_ID, scripts/check_rocm_contacts.py --device cuda:0 --require-hip passes; then the IPC-event probe (microduck probe --reuses 100 --ring 1), whose failure is a warning"
+verify_status=0
 if ((DRY_RUN)); then
     printf '%3d. %s\n' "$STEP_NO" "$verify_description"
-    printf '     $ %s - . %s %s <<'\''PY'\''  (verification code: see this script)\n' "$PYTHON" "$VENV_DIR" "$TASK_ID"
+    printf '     $ %s - . %s %s %s <<'\''PY'\''  (verification code: see this script)\n' "$PYTHON" "$VENV_DIR" "$TASK_ID" "$VERDICTS"
 else
     printf '==> [%d] %s\n' "$STEP_NO" "$verify_description"
-    "$PYTHON" - . "$VENV_DIR" "$TASK_ID" <<<"$VERIFY_PY" ||
-        die "$EXIT_VERIFY_FAILED" "verification failed (see the FAIL lines above); the environment is in $MODULE_DIR/$VENV_DIR"
+    # Emptied first: verdicts of an earlier run must not be printed as this run's.
+    : >"$VERDICTS"
+    "$PYTHON" - . "$VENV_DIR" "$TASK_ID" "$VERDICTS" <<<"$VERIFY_PY" || verify_status=$?
+fi
+if ((verify_status != 0)); then
+    print_verdicts
+    die "$EXIT_VERIFY_FAILED" "verification failed (see the FAIL lines above); the environment is in $MODULE_DIR/$VENV_DIR"
 fi
 
 if ((DRY_RUN)); then
@@ -563,4 +736,7 @@ if ((DRY_RUN)); then
 else
     printf '\nROCm environment ready: %s/%s (Warp built for %s)\n' "$MODULE_DIR" "$VENV_DIR" "$TARGET"
     printf 'Activate it with: source %s/%s/bin/activate\n' "$MODULE_DIR" "$VENV_DIR"
+    # Last, so the reader sees them: run the contact check first on any new ROCm machine, and
+    # the IPC probe before any multi-process training (chapters 2 and 8).
+    print_verdicts
 fi

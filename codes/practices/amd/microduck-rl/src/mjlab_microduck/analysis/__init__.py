@@ -1,4 +1,6 @@
-"""Pure functions of run records: training summaries, acceptance rules, scaling, command response.
+"""Pure functions of run records and run outputs: training summaries, acceptance rules,
+scaling, command response, gait metrics.
 
-Nothing here imports torch or mjlab; every function reads records (or tables made from them).
+Nothing here imports torch, mjlab or a simulator (numpy and pandas only); every function reads
+records, or tables and trajectories made from them.
 """

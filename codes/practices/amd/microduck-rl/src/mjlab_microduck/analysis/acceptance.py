@@ -127,12 +127,14 @@ def published_checkpoints(
 
 
 def is_protocol_replay(record: records.RunRecord, task: str = RECIPE_TASK) -> bool:
-    """A finished replay made with the book's protocol (200 frames, seed 42, 0.15 m/s, no fault)."""
+    """A finished replay made with the book's protocol (200 frames, seed 42, 0.15 m/s, no fault,
+    no command schedule)."""
     cfg = record.config
     return (
         record.kind == "replay"
         and record.status == "ok"
         and cfg.get("task") == task
+        and not cfg.get("schedule")
         and not cfg.get("frozen_broadphase", False)
         and cfg.get("frames") == PROTOCOL_FRAMES
         and cfg.get("seed") == PROTOCOL_SEED

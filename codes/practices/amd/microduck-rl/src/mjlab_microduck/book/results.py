@@ -3,7 +3,7 @@
 Problem it solves: chapters 3-5 must show every number from a run record, side by side with
 the run that produced it, without turning notebook cells into a second code base. This module
 finds the published records (``book/results/``), runs the package's training driver live with
-a short iteration log, finds the records ``python -m mjlab_microduck.jobs.recipe`` made on this
+a short iteration log, finds the records ``microduck recipe`` made on this
 machine, and turns records into the reference chapter's tables and into matplotlib curves.
 Every table says which run, machine and profile produced each column; the R9700 figures of the
 original chapter are a labelled constant, never mixed up with this project's runs.

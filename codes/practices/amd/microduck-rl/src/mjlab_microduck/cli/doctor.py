@@ -28,6 +28,9 @@ def _report(doctor, request) -> int:
         print(json.dumps(report.to_json(), indent=2, default=str))
     else:
         print(doctor.render_text(report))
+    # Warnings go to stderr too, before the one fail-closed line, which stays the last line.
+    for warning in report.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     problems = report.unsupported
     if problems:
         more = f" (+{len(problems) - 1} more in the table)" if len(problems) > 1 else ""

@@ -6,7 +6,8 @@ One module per fix, each guarded by a feature check, idempotent and reversible:
 warp_alias      ``warp.context`` alias that mjlab 1.3 reads (missing in Warp 1.13, CPU/CUDA/HIP)
 hip_stepping    eager stepping on HIP: ``WP_HIP_GRAPH_ENABLE=0`` default, mjlab capture and
                 ``graph_conditional`` off on HIP devices
-broadphase      recompute the ROCm fork's cached broadphase candidate list every HIP step
+broadphase      a fresh broadphase every HIP step, whatever shape the ROCm fork's cache takes;
+                reports no cache / disabled / neutralised / unrecognised
 render_textures skip texture creation for raycast-only render contexts on HIP
 =============== ==============================================================================
 

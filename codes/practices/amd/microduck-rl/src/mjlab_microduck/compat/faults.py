@@ -33,7 +33,7 @@ vetoed (reported in the status). The fault must be switched on before the enviro
 
 Use: ``with frozen_broadphase(): ...`` in-process, or ``MICRODUCK_FAULT_FROZEN_BROADPHASE=1`` (or
 ``=list``) in the environment of a process that imports :mod:`mjlab_microduck` (the package
-applies it on import, so ``microduck-train`` subprocesses inherit it). Never on by default.
+applies it on import, so ``microduck train`` subprocesses inherit it). Never on by default.
 """
 
 from __future__ import annotations

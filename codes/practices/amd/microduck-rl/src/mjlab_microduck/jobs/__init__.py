@@ -1,1 +1,1 @@
-"""Work that writes run records: training, replay, the recipe and the benchmark."""
+"""Work that writes run records: training, replay, the gait test, the recipe and the benchmark."""

@@ -8,11 +8,29 @@ trunk height, the lowest "upright" value (world z of the trunk's z axis), the fr
 that look fallen, forward displacement and velocity, and the velocity-tracking error.
 Frames are rendered offscreen (EGL on a GPU, OSMesa on a CPU) into an H.264 MP4.
 
+Command schedules: instead of one command, a replay may follow a schedule of
+``(start_s, lin_vel_x, lin_vel_y, ang_vel_z)`` segments (:data:`WALK_THEN_TURN` is the front
+page's). Resampling stays off; after mjlab updates the twist command each step, the replay
+writes the schedule's value into the term's buffer (``vel_command_b``) and checks, every step,
+that the buffer and the command in the policy's observation still hold it. Every trajectory
+row (the state after one control step) carries the time that step began (``t_s``), the command
+in force during it (``cmd_vx``, ``cmd_vy``, ``cmd_wz``), its schedule ``segment`` and the
+trunk's yaw rate (``wz_b``); a fixed command is a one-segment schedule.
+
+Camera: ``follow`` (the default, and what the task's play config always did) is MuJoCo's
+tracking camera on the robot's root body (the trunk), at the task's framing (0.6 m, 15 degrees
+down): its look-at point is the robot's centre of mass every frame, its viewing direction stays
+fixed in the world, so a turn shows as the robot turning in the picture. ``fixed`` looks at the
+trunk's starting point from the same angle and stays there, so the floor does not slide under
+the picture and the reader sees how far the robot went. With video, the camera's look-at point
+is stored per frame (``cam_x``, ``cam_y``, ``cam_z``).
+
 Checkpoints may be full rsl_rl files or the slim published form (policy weights, observation
 normaliser, iteration). Bad input (a missing, unreadable or ill-fitting checkpoint, frames < 1,
-an unknown task or device, a bad run name) fails with one :class:`ReplayError` line before the
-run directory exists; a failure after it was created removes it again, so a run directory
-always holds a complete replay (trajectory, video, record) or does not exist.
+an unknown task, device or camera, a bad schedule, a bad run name) fails with one
+:class:`ReplayError` line before the run directory exists; a failure after it was created
+removes it again, so a run directory always holds a complete replay (trajectory, video,
+record) or does not exist.
 
 Shadows: MuJoCo renders shadows with an extra depth pass per light. Under OSMesa (software
 rendering on a CPU) that triples the time per frame, so ``shadows=None`` (the default) turns
@@ -22,15 +40,18 @@ them off there and keeps them on with EGL.
 from __future__ import annotations
 
 import argparse
+import bisect
 import math
 import os
 import re
 import shutil
 import sys
 import time
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -43,6 +64,23 @@ from mjlab_microduck.runtime.capture import held_output
 TRAJECTORY_FILENAME = "trajectory.csv"
 VIDEO_FILENAME = "replay.mp4"
 GIF_FILENAME = "replay.gif"
+
+Segment = tuple[float, float, float, float]
+"""One schedule segment: ``(start_s, lin_vel_x, lin_vel_y, ang_vel_z)``."""
+Camera = Literal["follow", "fixed"]
+CAMERAS: tuple[Camera, ...] = ("follow", "fixed")
+COMMAND_COLUMNS = ("cmd_vx", "cmd_vy", "cmd_wz")
+CAMERA_COLUMNS = ("cam_x", "cam_y", "cam_z")
+
+WALK_THEN_TURN: tuple[Segment, ...] = ((0.0, 0.2, 0.0, 0.0), (5.0, 0.15, 0.0, 0.5))
+"""The front page's video: 5 s straight at 0.2 m/s, then 5 s at 0.15 m/s turning left at
+0.5 rad/s (143 degrees commanded), both inside the command ranges FORWARD_TRACKING trained on.
+Whether a policy followed it is in the record's ``segment_<i>_mean_wz_b_radps``."""
+WALK_THEN_TURN_FRAMES = 500
+SCHEDULES: dict[str, tuple[tuple[Segment, ...], int]] = {
+    "walk_then_turn": (WALK_THEN_TURN, WALK_THEN_TURN_FRAMES),
+}
+"""Named schedules for the CLI: segments and the frames (at 50 Hz) they are meant for."""
 
 
 class ReplayError(Exception):
@@ -66,6 +104,15 @@ class ReplayRequest:
     frozen_broadphase: bool = False
     # None: shadows on with EGL, off with OSMesa (see the module docstring).
     shadows: bool | None = None
+    # Overrides lin_vel_x, lin_vel_y and ang_vel_z, which are then recorded as None.
+    schedule: tuple[Segment, ...] | None = None
+    camera: Camera = "follow"
+
+    def segments(self) -> tuple[Segment, ...]:
+        """The schedule, or the fixed command as a one-segment schedule."""
+        if self.schedule is not None:
+            return self.schedule
+        return ((0.0, self.lin_vel_x, self.lin_vel_y, self.ang_vel_z),)
 
 
 @dataclass(frozen=True)
@@ -83,17 +130,20 @@ class ReplayMetrics:
 
 
 def compute_metrics(
-    trajectory: pd.DataFrame, command_xy: tuple[float, float], dt: float
+    trajectory: pd.DataFrame, command_xy: tuple[float, float] | None, dt: float
 ) -> ReplayMetrics:
     """Metrics from a per-frame trajectory.
 
     Columns: ``x``, ``y``, ``z`` (trunk position, world), ``yaw0`` (heading at the first frame),
     ``vx_b``, ``vy_b`` (trunk velocity in its own frame), ``upright`` and ``done``. Forward
     displacement is measured along the first frame's heading, so a robot spawned facing any way
-    is judged the same; the velocity error is the norm of the body-frame xy error.
+    is judged the same; the velocity error is the norm of the body-frame xy error, against
+    ``command_xy`` or, when it is None (a schedule), each frame's ``cmd_vx`` and ``cmd_vy``.
     """
     if trajectory.empty:
         raise ReplayError("replay produced no frames")
+    if command_xy is None:
+        command_xy = (trajectory["cmd_vx"], trajectory["cmd_vy"])
     heading = float(trajectory["yaw0"].iloc[0])
     dx = float(trajectory["x"].iloc[-1] - trajectory["x"].iloc[0])
     dy = float(trajectory["y"].iloc[-1] - trajectory["y"].iloc[0])
@@ -148,6 +198,24 @@ def drift_metrics(trajectory: pd.DataFrame) -> dict[str, float]:
     }
 
 
+def segment_metrics(trajectory: pd.DataFrame) -> dict[str, float]:
+    """Per schedule segment, what was commanded and what the trunk did (body-frame means).
+
+    Keys ``segment_<i>_<what>``: ``start_s``, ``cmd_vx``, ``cmd_wz``, ``mean_vx_b_mps`` and
+    ``mean_wz_b_radps``, so a reader sees whether the turn followed the command to turn.
+    """
+    out: dict[str, float] = {}
+    for index, rows in trajectory.groupby("segment", sort=True):
+        first = rows.iloc[0]
+        prefix = f"segment_{int(index)}"
+        out[f"{prefix}_start_s"] = float(first["t_s"])
+        out[f"{prefix}_cmd_vx"] = float(first["cmd_vx"])
+        out[f"{prefix}_cmd_wz"] = float(first["cmd_wz"])
+        out[f"{prefix}_mean_vx_b_mps"] = float(rows["vx_b"].mean())
+        out[f"{prefix}_mean_wz_b_radps"] = float(rows["wz_b"].mean())
+    return out
+
+
 def load_checkpoint(path: Path) -> dict:
     """Read a full or slim rsl_rl checkpoint, or raise ReplayError with one line."""
     import torch
@@ -172,6 +240,42 @@ def shadows_enabled(request: ReplayRequest) -> bool:
     return os.environ.get("MUJOCO_GL", "").lower() != "osmesa"
 
 
+def check_schedule(schedule) -> tuple[Segment, ...]:
+    """A schedule as float segments, or a one-line ReplayError saying what is wrong with it.
+
+    It needs at least one ``(start_s, lin_vel_x, lin_vel_y, ang_vel_z)`` segment, the first at
+    0 s (no command is left to chance), finite numbers and strictly increasing start times.
+    """
+    try:
+        segments = tuple(schedule)
+    except TypeError:
+        raise ReplayError(f"schedule {schedule!r}: expected a sequence of segments") from None
+    if not segments:
+        raise ReplayError("schedule is empty: give at least one (start_s, vx, vy, wz) segment")
+    out: list[Segment] = []
+    for i, segment in enumerate(segments):
+        try:
+            values = tuple(float(v) for v in segment)
+        except (TypeError, ValueError):
+            values = ()
+        if len(values) != 4 or not all(math.isfinite(v) for v in values):
+            raise ReplayError(
+                f"schedule segment {i}: {segment!r} is not four finite numbers "
+                "(start_s, lin_vel_x, lin_vel_y, ang_vel_z)"
+            )
+        if values[0] < 0:
+            raise ReplayError(f"schedule segment {i} starts at {values[0]:g} s: negative time")
+        if out and values[0] <= out[-1][0]:
+            raise ReplayError(
+                f"schedule start times must increase: segment {i} starts at {values[0]:g} s, "
+                f"segment {i - 1} at {out[-1][0]:g} s"
+            )
+        out.append(values)  # type: ignore[arg-type]
+    if out[0][0] != 0.0:
+        raise ReplayError(f"schedule starts at {out[0][0]:g} s: the first segment must start at 0")
+    return tuple(out)
+
+
 def validate(request: ReplayRequest) -> None:
     """Reject bad input that can be seen without building the environment (one line each).
 
@@ -182,24 +286,33 @@ def validate(request: ReplayRequest) -> None:
         raise ReplayError(f"frames must be at least 1 (got {request.frames})")
     if request.video and (request.width < 16 or request.height < 16):
         raise ReplayError(f"video size {request.width}x{request.height}: at least 16x16")
+    if request.camera not in CAMERAS:
+        raise ReplayError(f"camera {request.camera!r}: expected one of {', '.join(CAMERAS)}")
+    if request.schedule is not None:
+        check_schedule(request.schedule)
     try:
         backend.check_device(request.device)
     except backend.DeviceError as err:
         raise ReplayError(str(err)) from None
 
 
-def _fixed_command_cfg(request: ReplayRequest):
+def _replay_cfg(request: ReplayRequest):
     from mjlab.tasks.registry import list_tasks, load_env_cfg
+    from mjlab.viewer import ViewerConfig
 
     if request.task not in list_tasks():
         raise ReplayError(f"unknown task {request.task!r}; known: {', '.join(list_tasks())}")
     cfg = load_env_cfg(request.task, play=True)
     cfg.scene.num_envs = 1
     cfg.seed = request.seed
+    segments = check_schedule(request.segments())
     twist = cfg.commands["twist"]
-    twist.ranges.lin_vel_x = (request.lin_vel_x, request.lin_vel_x)
-    twist.ranges.lin_vel_y = (request.lin_vel_y, request.lin_vel_y)
-    twist.ranges.ang_vel_z = (request.ang_vel_z, request.ang_vel_z)
+    # mjlab resamples once at reset, before the replay can write the buffer: pinned ranges make
+    # that draw the first segment, so the policy's first observation already holds it.
+    _, vx, vy, wz = segments[0]
+    twist.ranges.lin_vel_x = (vx, vx)
+    twist.ranges.lin_vel_y = (vy, vy)
+    twist.ranges.ang_vel_z = (wz, wz)
     twist.rel_standing_envs = 0.0
     twist.rel_forward_envs = 0.0
     twist.rel_heading_envs = 0.0
@@ -208,7 +321,108 @@ def _fixed_command_cfg(request: ReplayRequest):
     cfg.viewer.width = request.width
     cfg.viewer.height = request.height
     cfg.viewer.enable_shadows = shadows_enabled(request)
+    if request.camera == "follow":
+        cfg.viewer.origin_type = ViewerConfig.OriginType.ASSET_ROOT
+        cfg.viewer.entity_name = "robot"
+    else:
+        # The look-at point is the trunk's position after the reset, set in _aim_fixed_camera.
+        cfg.viewer.origin_type = ViewerConfig.OriginType.WORLD
     return cfg
+
+
+def _offscreen_camera(env):
+    """The MuJoCo camera mjlab's offscreen renderer draws with (mjlab keeps it private)."""
+    return env._offline_renderer._cam
+
+
+def _aim_fixed_camera(env) -> None:
+    """Point a ``fixed`` camera at the trunk's position after the reset."""
+    camera = _offscreen_camera(env)
+    camera.lookat[:] = env.scene["robot"].data.root_link_pos_w[0].cpu().numpy()
+
+
+def _policy_command_slice(env) -> slice | None:
+    """Where the twist command sits in the policy's (concatenated) observation, if it does."""
+    manager = env.observation_manager
+    if "actor" not in manager.active_terms or not manager.group_obs_concatenate["actor"]:
+        return None
+    offset = 0
+    for name, dims in zip(
+        manager.active_terms["actor"], manager.group_obs_term_dim["actor"], strict=True
+    ):
+        size = int(np.prod(dims))
+        term_cfg = manager.get_term_cfg("actor", name)
+        if term_cfg.params.get("command_name") == "twist" and size == 3:
+            return slice(offset, offset + size)
+        offset += size
+    return None
+
+
+class ScheduledCommand:
+    """Holds the twist command term to a schedule.
+
+    mjlab's ``compute`` of the term (resampling, standing and heading envs) runs first; the
+    schedule's value for the next frame is written into ``vel_command_b`` right after it, before
+    the observation is computed, so the policy acts on the schedule at the frame it says.
+    :meth:`check` then proves after every step that nothing else changed the buffer or the
+    command the policy was given.
+    """
+
+    def __init__(self, term, segments: tuple[Segment, ...], dt: float, obs_slice=None):
+        import torch
+
+        buffer = term.vel_command_b
+        self.term = term
+        self.segments = segments
+        self.obs_slice = obs_slice
+        # First frame of each segment: the first control step that starts at or after it.
+        self.first_frames = [math.ceil(start / dt - 1e-6) for start, *_ in segments]
+        self.values = torch.tensor(
+            [segment[1:] for segment in segments], dtype=buffer.dtype, device=buffer.device
+        )
+        self.frame = 0
+        mjlab_compute = term.compute
+
+        def compute(dt: float) -> None:
+            mjlab_compute(dt)
+            self.write(self.frame + 1)
+
+        # An instance attribute: the command manager calls term.compute(dt) every step.
+        term.compute = compute
+
+    def segment(self, frame: int) -> int:
+        return bisect.bisect_right(self.first_frames, frame) - 1
+
+    def expected(self, frame: int):
+        return self.values[self.segment(frame)]
+
+    def write(self, frame: int) -> None:
+        self.term.vel_command_b[:] = self.expected(frame)
+
+    def check(self, frame: int, obs) -> tuple[float, float, float]:
+        """The command in force for ``frame`` (as the schedule writes it, not float32);
+        ReplayError if the buffer or the observation disagree with the schedule."""
+        want = self.expected(frame)
+        found = self.term.vel_command_b
+        if not bool((found == want).all()):
+            raise ReplayError(
+                f"frame {frame}: the twist command buffer holds {_fmt(found[0])}, the schedule "
+                f"says {_fmt(want)}; something else wrote it"
+            )
+        if self.obs_slice is not None:
+            seen = obs["actor"][0, self.obs_slice]
+            if not bool((seen == want).all()):
+                raise ReplayError(
+                    f"frame {frame}: the policy observed command {_fmt(seen)}, the schedule "
+                    f"says {_fmt(want)}"
+                )
+        self.frame = frame
+        _, vx, vy, wz = self.segments[self.segment(frame)]
+        return vx, vy, wz
+
+
+def _fmt(vector) -> str:
+    return "(" + ", ".join(f"{float(v):g}" for v in vector) + ")"
 
 
 def _policy(env, task: str, checkpoint: dict, checkpoint_path: Path, device: str):
@@ -228,16 +442,22 @@ def _policy(env, task: str, checkpoint: dict, checkpoint_path: Path, device: str
     return runner.get_inference_policy(device=device)
 
 
-def simulate(request: ReplayRequest, progress: bool = True):
-    """Run the replay; returns (trajectory frame, rgb frames, control dt)."""
+@contextmanager
+def replay_env(request: ReplayRequest) -> Iterator[tuple]:
+    """The play environment of a replay, built and closed: ``(env, wrapped, policy, command)``.
+
+    ``command`` is the :class:`ScheduledCommand` that holds the twist term to
+    ``request.segments()``; a ``fixed`` camera is aimed at the trunk's starting point. Bad input
+    raises :class:`ReplayError` before the environment is built (or once the policy is found
+    not to fit it).
+    """
     import torch
     from mjlab.envs import ManagerBasedRlEnv
     from mjlab.rl import RslRlVecEnvWrapper
-    from tqdm.auto import tqdm
 
     validate(request)
     checkpoint = load_checkpoint(Path(request.checkpoint))
-    cfg = _fixed_command_cfg(request)
+    cfg = _replay_cfg(request)
     torch.manual_seed(request.seed)
     from mjlab_microduck.compat import faults
 
@@ -254,6 +474,14 @@ def simulate(request: ReplayRequest, progress: bool = True):
                 policy = _policy(
                     wrapped, request.task, checkpoint, Path(request.checkpoint), request.device
                 )
+                command = ScheduledCommand(
+                    env.command_manager.get_term("twist"),
+                    check_schedule(request.segments()),
+                    float(env.step_dt),
+                    _policy_command_slice(env),
+                )
+                if request.video and request.camera == "fixed":
+                    _aim_fixed_camera(env)
             except ReplayError:
                 setup_output.discard()
                 env.close()
@@ -262,37 +490,51 @@ def simulate(request: ReplayRequest, progress: bool = True):
                 env.close()
                 raise
         try:
-            rows, images = [], []
-            obs = wrapped.get_observations()
-            robot = env.scene["robot"]
-            yaw0 = None
-            for _ in tqdm(range(request.frames), desc="replay frames", disable=not progress):
-                with torch.inference_mode():
-                    actions = policy(obs)
-                obs, _, dones, _ = wrapped.step(actions)
-                data = robot.data
-                quat = data.root_link_quat_w[0].cpu().numpy()  # w, x, y, z
-                yaw = math.atan2(
-                    2 * (quat[0] * quat[3] + quat[1] * quat[2]),
-                    1 - 2 * (quat[2] ** 2 + quat[3] ** 2),
-                )
-                yaw0 = yaw if yaw0 is None else yaw0
-                pos = data.root_link_pos_w[0].cpu().numpy()
-                vel_b = data.root_link_lin_vel_b[0].cpu().numpy()
-                # World z of the trunk's z axis: 1 upright, 0 on its side.
-                upright = 1.0 - 2.0 * (quat[1] ** 2 + quat[2] ** 2)
-                rows.append(
-                    {
-                        "x": pos[0], "y": pos[1], "z": pos[2], "yaw": yaw, "yaw0": yaw0,
-                        "vx_b": vel_b[0], "vy_b": vel_b[1], "upright": upright,
-                        "done": bool(dones[0].item()),
-                    }
-                )  # fmt: skip
-                if request.video:
-                    images.append(env.render())
-            dt = float(env.step_dt)
+            yield env, wrapped, policy, command
         finally:
             env.close()
+
+
+def simulate(request: ReplayRequest, progress: bool = True):
+    """Run the replay; returns (trajectory frame, rgb frames, control dt)."""
+    import torch
+    from tqdm.auto import tqdm
+
+    with replay_env(request) as (env, wrapped, policy, command):
+        rows, images = [], []
+        obs = wrapped.get_observations()
+        robot = env.scene["robot"]
+        dt = float(env.step_dt)
+        yaw0 = None
+        for frame in tqdm(range(request.frames), desc="replay frames", disable=not progress):
+            cmd = command.check(frame, obs)
+            with torch.inference_mode():
+                actions = policy(obs)
+            obs, _, dones, _ = wrapped.step(actions)
+            data = robot.data
+            yaw = float(data.heading_w[0].item())
+            yaw0 = yaw if yaw0 is None else yaw0
+            pos = data.root_link_pos_w[0].cpu().numpy()
+            vel_b = data.root_link_lin_vel_b[0].cpu().numpy()
+            # World z of the trunk's z axis (1 upright, 0 on its side) is minus the z of
+            # gravity seen from the trunk.
+            upright = -float(data.projected_gravity_b[0, 2].item())
+            rows.append(
+                {
+                    "x": pos[0], "y": pos[1], "z": pos[2], "yaw": yaw, "yaw0": yaw0,
+                    "vx_b": vel_b[0], "vy_b": vel_b[1], "upright": upright,
+                    "done": bool(dones[0].item()),
+                    "t_s": round(frame * dt, 6), "segment": command.segment(frame),
+                    "cmd_vx": cmd[0], "cmd_vy": cmd[1], "cmd_wz": cmd[2],
+                    "wz_b": float(data.root_link_ang_vel_b[0, 2].item()),
+                }
+            )  # fmt: skip
+            if request.video:
+                images.append(env.render())
+                lookat = _offscreen_camera(env).lookat.tolist()
+                rows[-1].update(zip(CAMERA_COLUMNS, lookat, strict=True))
+        # The last step's write holds the command for the frame after the last one.
+        command.check(request.frames, obs)
     return pd.DataFrame(rows), images, dt
 
 
@@ -340,11 +582,20 @@ def run(request: ReplayRequest, out_root: Path, name: str, progress: bool = True
         raise ReplayError(str(err)) from None
     started_iso, started = records.utc_now_iso(), time.monotonic()
     trajectory, images, dt = simulate(request, progress=progress)
-    metrics = compute_metrics(trajectory, (request.lin_vel_x, request.lin_vel_y), dt)
+    if request.schedule is None:
+        metrics = compute_metrics(trajectory, (request.lin_vel_x, request.lin_vel_y), dt)
+        summary = asdict(metrics)
+    else:
+        metrics = compute_metrics(trajectory, None, dt)
+        summary = {
+            **asdict(metrics),
+            **drift_metrics(trajectory),
+            **segment_metrics(trajectory),
+        }
     run_dir = records.new_run_dir(out_root, name)
     try:
         return run_dir, _write_run(
-            run_dir, request, trajectory, images, dt, metrics, started_iso, started
+            run_dir, request, trajectory, images, dt, summary, started_iso, started
         )
     except BaseException:
         # Never leave a run directory with a trajectory but no video or record behind.
@@ -358,7 +609,7 @@ def _write_run(
     trajectory: pd.DataFrame,
     images: list[np.ndarray],
     dt: float,
-    metrics: ReplayMetrics,
+    summary: dict,
     started_iso: str,
     started: float,
 ):
@@ -378,6 +629,10 @@ def _write_run(
     # Which weights were replayed, whatever the file is called or wherever it was copied.
     config["checkpoint_sha256"] = records.sha256_file(request.checkpoint)
     config["shadows"] = shadows_enabled(request)
+    if request.schedule is not None:
+        # Lists, as the record reads back from JSON; the fixed command was not used.
+        config["schedule"] = [list(segment) for segment in check_schedule(request.schedule)]
+        config.update(lin_vel_x=None, lin_vel_y=None, ang_vel_z=None)
     command = [Path(sys.argv[0]).name, *sys.argv[1:]]
     record = records.RunRecord(
         run_id=run_dir.name,
@@ -389,11 +644,34 @@ def _write_run(
         started_at=started_iso,
         finished_at=records.utc_now_iso(),
         wall_seconds=round(time.monotonic() - started, 3),
-        summary=asdict(metrics),
+        summary=summary,
         artifacts=artifacts,
     )
     records.write_record(record, run_dir)
     return record
+
+
+def walker_video(
+    checkpoint: Path,
+    task: str = "Mjlab-Velocity-Flat-MicroDuck",
+    device: str = "cpu",
+    out_root: Path = Path("logs/replays"),
+    name: str = "walk_then_turn",
+    width: int = 480,
+    height: int = 360,
+    frames: int = WALK_THEN_TURN_FRAMES,
+    progress: bool = True,
+):
+    """The front page's video: :data:`WALK_THEN_TURN` for 10 s with the follow camera.
+
+    A replay like :func:`run` (H.264 MP4, trajectory with the command columns, record);
+    returns ``(run_dir, record)``. Fewer ``frames`` give the schedule's first part, a preview.
+    """
+    request = ReplayRequest(
+        checkpoint=Path(checkpoint), task=task, frames=frames, device=device,
+        width=width, height=height, schedule=WALK_THEN_TURN, camera="follow",
+    )  # fmt: skip
+    return run(request, out_root, name, progress=progress)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -402,11 +680,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("checkpoint", type=Path)
     parser.add_argument("--task", default=ReplayRequest.task)
-    parser.add_argument("--frames", type=int, default=200)
+    parser.add_argument(
+        "--frames", type=int, default=None,
+        help=f"control steps at 50 Hz (default: {ReplayRequest.frames}, or the schedule's own)",
+    )  # fmt: skip
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--lin-vel-x", type=float, default=0.15)
-    parser.add_argument("--lin-vel-y", type=float, default=0.0)
-    parser.add_argument("--ang-vel-z", type=float, default=0.0)
+    # None marks "not given", so a fixed command next to --schedule can be refused.
+    parser.add_argument("--lin-vel-x", type=float, default=None, help="default 0.15")
+    parser.add_argument("--lin-vel-y", type=float, default=None, help="default 0")
+    parser.add_argument("--ang-vel-z", type=float, default=None, help="default 0")
+    parser.add_argument(
+        "--schedule", choices=sorted(SCHEDULES), default=None,
+        help="a named command schedule instead of one fixed command",
+    )  # fmt: skip
+    parser.add_argument(
+        "--camera", choices=CAMERAS, default="follow",
+        help="follow the trunk (default) or look at its starting point",
+    )  # fmt: skip
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--no-video", action="store_true")
     parser.add_argument("--gif", action="store_true", help="also write a GIF")
@@ -426,12 +716,26 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import mjlab_microduck.tasks  # noqa: F401  (hooks first, then task registration)
 
+    fixed = (args.lin_vel_x, args.lin_vel_y, args.ang_vel_z)
+    schedule, frames = None, ReplayRequest.frames
+    if args.schedule is not None:
+        if any(v is not None for v in fixed):
+            print(
+                "microduck-replay: --schedule sets the command; leave out --lin-vel-x, "
+                "--lin-vel-y and --ang-vel-z",
+                file=sys.stderr,
+            )
+            return 2
+        schedule, frames = SCHEDULES[args.schedule]
+    defaults = (ReplayRequest.lin_vel_x, ReplayRequest.lin_vel_y, ReplayRequest.ang_vel_z)
+    vx, vy, wz = (d if v is None else v for v, d in zip(fixed, defaults, strict=True))
     request = ReplayRequest(
-        checkpoint=args.checkpoint, task=args.task, frames=args.frames, seed=args.seed,
-        lin_vel_x=args.lin_vel_x, lin_vel_y=args.lin_vel_y, ang_vel_z=args.ang_vel_z,
+        checkpoint=args.checkpoint, task=args.task,
+        frames=frames if args.frames is None else args.frames, seed=args.seed,
+        lin_vel_x=vx, lin_vel_y=vy, ang_vel_z=wz,
         device=args.device, video=not args.no_video, gif=args.gif,
         width=args.width, height=args.height, frozen_broadphase=args.frozen_broadphase,
-        shadows=args.shadows,
+        shadows=args.shadows, schedule=schedule, camera=args.camera,
     )  # fmt: skip
     # The default name comes from the file name, which may hold any character.
     name = args.name or re.sub(r"[^A-Za-z0-9._-]", "_", f"replay_{args.checkpoint.stem}")

@@ -53,7 +53,9 @@ RECORD_FILENAME = "record.json"
 SCALARS_FILENAME = "scalars.csv"
 FILE_MODE = 0o644  # records and artifacts: world-readable, like any file of the book
 
-RunKind = Literal["train", "replay", "bench", "probe", "contact_check", "doctor", "experiment"]
+RunKind = Literal[
+    "train", "replay", "bench", "probe", "contact_check", "doctor", "experiment", "gait_test"
+]
 RunStatus = Literal["ok", "failed", "running"]
 Backend = Literal["cpu", "cuda", "hip"]
 
@@ -123,7 +125,7 @@ class Provenance(_Strict):
     date: IsoDateTime = Field(description="ISO 8601 date-time of collection")
     profile: str | None = Field(default=None, description="ci or full (see profiles.py)")
     machine_label: str | None = Field(
-        default=None, description='human label, e.g. "NVIDIA H200 (lent device)"'
+        default=None, description='human label, e.g. "one NVIDIA H200, driver 580"'
     )
     notes: list[str] = Field(
         default_factory=list,

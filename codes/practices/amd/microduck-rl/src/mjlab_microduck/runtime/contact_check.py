@@ -6,17 +6,19 @@ starts a 5 cm sphere at z = 0.2 m, 15 cm above the plane, so the sphere-plane pa
 candidate at the first step; it only collides if the broadphase is recomputed as the sphere falls.
 
 Pass: at least one contact was seen during the run and the final height is within
-[0.045, 0.055] m (resting on the plane). Timestep 0.005 s, 200 steps (1 s) by default.
+[0.045, 0.055] m (resting on the plane). Timestep 0.005 s, 200 steps (1 s) by default. The result
+also carries the broadphase hook's state after the drop; on a HIP device an ``unrecognised``
+state means the hook met a cache it cannot clear, and this physical verdict is what decides.
 
 Runs on any Warp device (``cpu``, ``cuda:0``; a HIP device with the ROCm fork). The compatibility
 hooks are installed first, so on ROCm this checks the *fixed* stack. ``frozen_broadphase=True``
 turns on the fault injection of :mod:`mjlab_microduck.compat.faults` and must make the check fail.
 
-CLI (``microduck-contact-check`` or ``scripts/check_rocm_contacts.py``)::
+CLI (``microduck contact-check`` or ``scripts/check_rocm_contacts.py``)::
 
-    microduck-contact-check --device cpu            # exit 0 pass, 1 fail
-    microduck-contact-check --device cuda:0 --require-hip   # exit 2 unless cuda:0 is HIP
-    microduck-contact-check --frozen-broadphase --json
+    microduck contact-check --device cpu            # exit 0 pass, 1 fail
+    microduck contact-check --device cuda:0 --require-hip   # exit 2 unless cuda:0 is HIP
+    microduck contact-check --frozen-broadphase --json
 """
 
 from __future__ import annotations
@@ -59,13 +61,20 @@ class ContactCheckResult:
     steps: int
     timestep: float
     frozen_broadphase: bool = False
+    # State of the broadphase hook after the drop (none / disabled / neutralised /
+    # unrecognised, see mjlab_microduck.compat.broadphase): on HIP it says why contacts work or
+    # why the hook cannot vouch for them; the physics above decides the verdict.
+    broadphase: str = ""
 
     def line(self) -> str:
         verdict = "PASS" if self.passed else "FAIL"
-        return (
+        text = (
             f"{verdict} final_z={self.final_z:.6f} max_contacts={self.max_contacts} "
             f"device={self.device} is_hip={self.is_hip} steps={self.steps}"
         )
+        if self.is_hip and self.broadphase:
+            text += f" broadphase={self.broadphase}"
+        return text
 
 
 def resolve_device(device: str):  # -> warp Device
@@ -145,12 +154,13 @@ def run_contact_check(
     device: str = "cpu", steps: int = DEFAULT_STEPS, frozen_broadphase: bool = False
 ) -> ContactCheckResult:
     """Drop the sphere for ``steps`` steps on ``device``; see the module docstring."""
-    from mjlab_microduck.compat import faults
+    from mjlab_microduck.compat import broadphase, faults
 
     fault_was_on = faults.is_enabled()
     trace = simulate_drop(device, steps, frozen_broadphase)
     final_z = trace.z[-1]
     max_contacts = max(trace.contacts)
+    hook_state, _ = broadphase.cache_state()
     return ContactCheckResult(
         passed=verdict(final_z, max_contacts),
         final_z=final_z,
@@ -160,6 +170,7 @@ def run_contact_check(
         steps=steps,
         timestep=TIMESTEP_S,
         frozen_broadphase=frozen_broadphase or fault_was_on,
+        broadphase=hook_state,
     )
 
 

@@ -1,4 +1,4 @@
-"""``microduck-doctor``: is this machine's GPU stack one the book supports, and if not, why?
+"""``microduck doctor``: is this machine's GPU stack one the book supports, and if not, why?
 
 Problem it solves: the ROCm port works only with a specific combination (a ROCm build of torch,
 the ROCm Warp fork built for the local gfx target, one HIP runtime shared by both, the compat
@@ -12,7 +12,10 @@ Checks (rows of the table):
 * backend, device, architecture (gfx target or ``sm_XY``), torch and its HIP/CUDA version;
 * Warp version, whether it is the ROCm fork (feature detection: ``+rocm`` in the version or a
   device with ``is_hip``) and which backend its device is;
-* which compat fixes are active (``mjlab_microduck.compat.report()``);
+* which compat fixes are active (``mjlab_microduck.compat.report()``); the broadphase row says
+  whether this mujoco_warp has a broadphase cache and what the hook did about it (no cache,
+  cache disabled, cache neutralised, or UNRECOGNISED: a loud warning on HIP, and the contact
+  check decides);
 * HIP runtime agreement: the ``libamdhip64.so`` files mapped into this process after torch and
   Warp both initialised; more than one distinct file means two HIP runtimes (``n/a`` off HIP);
 * the dynamic contact check (``mjlab_microduck.runtime.contact_check``; ``--no-contact-check``
@@ -53,6 +56,7 @@ class Check:
     status: CheckStatus = "info"
     detail: str = ""
     unsupported: str | None = None
+    warning: str | None = None  # printed loudly (stdout and stderr) but not a failure
 
 
 @dataclass
@@ -65,6 +69,10 @@ class DoctorReport:
     @property
     def unsupported(self) -> list[str]:
         return [c.unsupported for c in self.checks if c.unsupported]
+
+    @property
+    def warnings(self) -> list[str]:
+        return [c.warning for c in self.checks if c.warning]
 
     @property
     def ok(self) -> bool:
@@ -85,6 +93,7 @@ class DoctorReport:
         return {
             "ok": self.ok,
             "unsupported": self.unsupported,
+            "warnings": self.warnings,
             "provenance": self.provenance,
             "checks": [asdict(c) for c in self.checks],
             "notes": self.notes,
@@ -230,8 +239,49 @@ def hip_runtime_check(facts: provenance.RuntimeFacts, maps_text: str | None = No
     )
 
 
-def compat_checks() -> list[Check]:
-    """One row per compat fix from ``mjlab_microduck.compat.report()``; degrades if absent."""
+# Short table values for the broadphase hook's cache states (compat.broadphase.STATE_LABELS
+# gives the long ones, which go into the detail column).
+BROADPHASE_VALUES = {
+    "none": "no cache",
+    "disabled": "cache disabled",
+    "neutralised": "cache neutralised",
+    "unrecognised": "UNRECOGNISED",
+}
+
+
+def broadphase_check(status: Any, hip: bool, device: str = "cuda:0") -> Check:
+    """The broadphase hook's row: which cache this mujoco_warp has and what the hook did.
+
+    An unrecognised shape on a HIP machine is a warning naming the contact check, which decides;
+    off HIP the fork never caches, so the same state is only information.
+    """
+    details = getattr(status, "details", None) or {}
+    state = details.get("cache_state")
+    value = BROADPHASE_VALUES.get(
+        state, "active" if getattr(status, "active", False) else "inactive"
+    )
+    detail = str(getattr(status, "reason", ""))
+    if state != "unrecognised" or not (hip or details.get("hip_calls")):
+        return Check("compat: broadphase", value, "info", detail)
+    return Check(
+        "compat: broadphase",
+        value,
+        "warn",
+        detail,
+        warning=(
+            "the broadphase hook does not recognise this mujoco_warp's broadphase cache "
+            f"({details.get('verdict', detail)}); contacts may silently stop working. The "
+            f"contact check decides: microduck contact-check --device {device} --require-hip"
+        ),
+    )
+
+
+def compat_checks(hip: bool = False, device: str = "cuda:0") -> list[Check]:
+    """One row per compat fix from ``mjlab_microduck.compat.report()``; degrades if absent.
+
+    ``hip``: this machine's backend is HIP (the broadphase row then warns on a cache shape the
+    hook does not recognise, naming the contact check on ``device``).
+    """
     try:
         compat = importlib.import_module("mjlab_microduck.compat")
         statuses = compat.report()
@@ -240,6 +290,9 @@ def compat_checks() -> list[Check]:
     rows = []
     for status in statuses:
         fix = getattr(status, "fix", "?")
+        if fix == "broadphase":
+            rows.append(broadphase_check(status, hip, device))
+            continue
         active = bool(getattr(status, "active", False))
         rows.append(
             Check(
@@ -315,11 +368,14 @@ def contact_check(device: str) -> Check:
     passed = _field(result, "passed", "ok")
     final_z = _field(result, "final_z", "final_z_m")
     contacts = _field(result, "max_contacts")
+    hook_state = _field(result, "broadphase")
     parts = []
     if final_z is not None:
         parts.append(f"final_z={float(final_z):.6f}")
     if contacts is not None:
         parts.append(f"max_contacts={contacts}")
+    if hook_state:
+        parts.append(f"broadphase hook: {hook_state}")
     detail = ", ".join(parts) or str(result)
     if passed is None:
         return Check("contact check", "unknown", "warn", detail)
@@ -391,14 +447,18 @@ def gather(args: DoctorRequest) -> DoctorReport:
     report.checks.extend(stack_checks(facts, require_hip=args.require_hip))
     report.notes.extend(initialise_gpu_runtimes(facts))
     report.checks.append(hip_runtime_check(facts))
-    report.checks.extend(compat_checks())
     default_device = "cpu" if facts.backend == "cpu" else f"cuda:{facts.device_index}"
-    report.checks.append(graph_capture_check(args.device or default_device))
+    # The contact check runs before the compat rows are read: its drop is a HIP collision step,
+    # so the broadphase row then reports what the hook saw, not only what the source says.
     if args.no_contact_check:
-        report.checks.append(Check("contact check", "skipped", "skip", "--no-contact-check"))
+        contact = Check("contact check", "skipped", "skip", "--no-contact-check")
     else:
-        device = args.device or ("cpu" if facts.backend == "cpu" else f"cuda:{facts.device_index}")
-        report.checks.append(contact_check(device))
+        contact = contact_check(args.device or default_device)
+    report.checks.extend(
+        compat_checks(hip=facts.backend == "hip", device=args.device or default_device)
+    )
+    report.checks.append(graph_capture_check(args.device or default_device))
+    report.checks.append(contact)
     if args.ipc_probe:
         result = ipc_event.run_probe(
             reuses=args.reuses,
@@ -425,7 +485,8 @@ def gather(args: DoctorRequest) -> DoctorReport:
 
 
 def render_text(report: DoctorReport) -> str:
-    """The checks as a plain table (rich: no borders, no colour, never wrapped), then the notes."""
+    """The checks as a plain table (rich: no borders, no colour, never wrapped), then the
+    warnings and the notes."""
     import io
 
     from rich.console import Console
@@ -441,6 +502,8 @@ def render_text(report: DoctorReport) -> str:
     buffer = io.StringIO()
     Console(file=buffer, width=10_000, color_system=None, highlight=False).print(table)
     lines = [line.rstrip() for line in buffer.getvalue().splitlines()]
+    for warning in report.warnings:
+        lines.append(f"WARNING: {warning}")
     for note in report.notes:
         lines.append(f"note: {note}")
     return "\n".join(lines)

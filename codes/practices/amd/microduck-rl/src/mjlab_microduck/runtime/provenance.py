@@ -342,7 +342,7 @@ GIT_COMMIT_ENV = "MICRODUCK_GIT_COMMIT"
 def git_commit(short: bool = False, cwd: str | os.PathLike[str] | None = None) -> str:
     """HEAD of the repository holding ``cwd`` (default: this package), or ``"unknown"``.
 
-    A copy of the package outside any checkout (a tree carried to another machine) can name
+    A copy of the package outside any checkout (a tree copied to a GPU machine) can name
     the commit it was copied from in ``MICRODUCK_GIT_COMMIT``. Never raises: provenance must
     not make a finished run fail.
     """
@@ -463,7 +463,7 @@ def collect(
         command: accepted for interface symmetry; the command line is stored in the run record.
         device: the device the run used (``"cpu"``, ``"cuda:0"``); default the first GPU if
             torch sees one.
-        machine_label: optional human label, e.g. ``"NVIDIA H200 (lent device)"``.
+        machine_label: optional human label, e.g. ``"one NVIDIA H200, driver 580"``.
     """
     return collect_report(
         profile=profile, command=command, device=device, machine_label=machine_label

@@ -19,6 +19,7 @@ from mjlab.tasks.registry import list_tasks, register_mjlab_task
 from mjlab.tasks.velocity.rl import VelocityOnPolicyRunner
 
 from mjlab_microduck.tasks.rl_cfg import microduck_ppo_runner_cfg
+from mjlab_microduck.tasks.symmetry import MirroredVelocityRunner
 from mjlab_microduck.tasks.velocity import (
     TASK_ID,
     TUNING_OF_TASK,
@@ -39,5 +40,5 @@ if TASK_ID not in list_tasks():
             env_cfg=factory(),
             play_env_cfg=factory(play=True),
             rl_cfg=microduck_ppo_runner_cfg(preset.init_action_std_rad),
-            runner_cls=VelocityOnPolicyRunner,
+            runner_cls=MirroredVelocityRunner if preset.mirror_symmetry else VelocityOnPolicyRunner,
         )

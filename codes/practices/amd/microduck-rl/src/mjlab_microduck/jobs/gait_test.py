@@ -1,0 +1,660 @@
+"""The gait test: roll a checkpoint out under every fixed command, judge it, record it.
+
+Problem it solves: a policy is called walking only if it passes this test (the rule is in
+``analysis/gait.py``). One environment, built once from the task's play config, holds
+``len(cases) x robots_per_case`` robots; every seed reseeds and resets it (fresh initial states)
+and rolls out ``round(duration_s / step_dt)`` control steps. :func:`evaluate_many` loads each
+checkpoint's weights into the same policy network, so a GPU evaluates every saved checkpoint of
+a training run in one process. Physical randomisation (friction, masses, armature) is drawn
+once, when the environment is built (seeded with the first seed): all checkpoints meet the same
+robots.
+
+Commands are held, never resampled: the twist term's resampling time is infinite, its heading,
+standing and forward envs are off, and its resampling writes each env's intended command (the
+env resamples at reset *before* it computes the observation the policy sees). The command is
+written again before every policy step, and after reset and after every step the buffer the
+observation was built from is compared with the intended commands of every robot still running;
+a difference raises :class:`CommandNotHeldError`.
+
+Recorded per step, on the device and copied to the CPU once per seed: trunk position, heading
+(``heading_w``), trunk velocity in the heading frame (``root_link_lin_vel_w`` rotated by minus
+the heading: yaw only, not the pitched body frame), world yaw rate, upright
+(``-projected_gravity_b.z``), foot contacts, ``done`` and the termination terms that fired.
+
+Bad input fails with one :class:`GaitTestError` line before any run directory exists; a failure
+after the directory was created removes it again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+import pandas as pd
+import tyro
+
+from mjlab_microduck.analysis import gait
+from mjlab_microduck.analysis.gait import GaitCase, GaitVerdict, Trajectory
+from mjlab_microduck.jobs import replay
+from mjlab_microduck.runs import names
+from mjlab_microduck.runtime import backend
+from mjlab_microduck.runtime.capture import held_output
+
+if TYPE_CHECKING:
+    from mjlab_microduck.runs.records import RunRecord
+
+TASK_ID = "Mjlab-Velocity-Flat-MicroDuck"
+ROBOTS_FILENAME = "robots.csv"
+PATHS_FILENAME = "paths.csv"
+VERDICT_FILENAME = "verdict.json"
+PATH_EVERY = 5
+"""paths.csv keeps every 5th step (10 Hz): enough for a top-view plot, 10x smaller."""
+# (seeds, robots per case) of each profile in profiles.py; the device comes from the profile.
+PROFILE_SIZES: dict[str, tuple[tuple[int, ...], int]] = {
+    "ci": ((0, 1), 4),
+    "full": ((0, 1, 2, 3, 4), 16),
+}
+_FIELDS = (
+    "x", "y", "z", "heading", "v_forward", "v_left", "yaw_rate", "upright",
+    "contact_left", "contact_right", "done", "term_mask",
+)  # fmt: skip
+
+
+class GaitTestError(replay.ReplayError):
+    """Bad gait-test input; the message is the one line the CLI prints.
+
+    A :class:`~mjlab_microduck.jobs.replay.ReplayError` so that replay's set-up helper treats it as
+    bad input (and drops the warnings building the environment printed).
+    """
+
+
+class CommandNotHeldError(RuntimeError):
+    """The velocity command a running robot saw differs from the one the test gave it."""
+
+
+@dataclass(frozen=True)
+class GaitTestRequest:
+    checkpoint: Path
+    """Full or slim rsl_rl checkpoint (``actor_state_dict`` inside)."""
+    task: str = TASK_ID
+    device: str = "cpu"
+    """cpu, cuda or cuda:N (ROCm torch also says cuda)."""
+    seeds: tuple[int, ...] = (0, 1)
+    """One rollout of every robot per seed; the rule must hold for every seed."""
+    robots_per_case: int = 4
+    duration_s: float = 10.0
+    cases: tuple[str, ...] | None = None
+    """Case names (analysis.gait.CASES); None: all of them."""
+
+
+@dataclass
+class GaitResult:
+    """One checkpoint's gait test: per-robot metrics, paths (start frame) and the verdict."""
+
+    checkpoint: Path
+    robots: pd.DataFrame
+    paths: pd.DataFrame
+    verdict: GaitVerdict
+    command_checks: int
+    """How many times the held-command check ran (reset and every step, every seed)."""
+    steps: int
+    step_dt: float
+    num_envs: int
+    rollout_seconds: float
+
+
+@dataclass
+class GaitRun:
+    """A written gait test: its directory, its record and what it measured."""
+
+    run_dir: Path
+    record: RunRecord
+    result: GaitResult
+
+
+def request_for_profile(
+    profile: str, checkpoint: Path | str, task: str = TASK_ID
+) -> GaitTestRequest:
+    """The gait test of ``profile`` (``ci`` or ``full``): its seeds, robots and device."""
+    from mjlab_microduck.runtime import profiles
+
+    try:
+        chosen = profiles.get(profile)
+    except ValueError as err:
+        raise GaitTestError(str(err)) from None
+    seeds, robots = PROFILE_SIZES[chosen.name]
+    return GaitTestRequest(
+        checkpoint=Path(checkpoint), task=task, device=chosen.device, seeds=seeds,
+        robots_per_case=robots,
+    )  # fmt: skip
+
+
+def selected_cases(request: GaitTestRequest) -> tuple[GaitCase, ...]:
+    """The request's cases in table order; an unknown or repeated name is a GaitTestError."""
+    if request.cases is None:
+        return gait.CASES
+    names = list(request.cases)
+    if not names:
+        raise GaitTestError("cases: give at least one case name (or none for all)")
+    unknown = [n for n in names if n not in gait.CASE_BY_NAME]
+    if unknown:
+        raise GaitTestError(f"unknown case {unknown[0]!r}; known: {', '.join(gait.CASE_BY_NAME)}")
+    if len(set(names)) != len(names):
+        raise GaitTestError(f"cases: each case once ({', '.join(names)})")
+    return tuple(c for c in gait.CASES if c.name in names)
+
+
+def validate(request: GaitTestRequest) -> tuple[GaitCase, ...]:
+    """Reject input that is bad without building the environment; returns the cases."""
+    if not request.seeds:
+        raise GaitTestError("seeds: give at least one seed")
+    if any(not isinstance(s, int) or s < 0 for s in request.seeds):
+        raise GaitTestError(f"seeds must be integers >= 0 (got {list(request.seeds)})")
+    if len(set(request.seeds)) != len(request.seeds):
+        raise GaitTestError(f"seeds: each seed once (got {list(request.seeds)})")
+    if request.robots_per_case < 1:
+        raise GaitTestError(f"robots_per_case must be at least 1 (got {request.robots_per_case})")
+    if not (math.isfinite(request.duration_s) and request.duration_s > 0):
+        raise GaitTestError(f"duration_s must be a positive number (got {request.duration_s})")
+    cases = selected_cases(request)
+    if any(c.push_mps for c in cases) and request.duration_s <= gait.PUSH_TIME_S:
+        raise GaitTestError(
+            f"case push shoves at {gait.PUSH_TIME_S:g} s: duration_s must exceed it "
+            f"(got {request.duration_s:g})"
+        )
+    try:
+        backend.check_device(request.device)
+    except backend.DeviceError as err:
+        raise GaitTestError(str(err)) from None
+    # Importing mjlab loads the MicroDuck tasks through its mjlab.tasks entry point.
+    from mjlab.tasks.registry import list_tasks
+
+    if request.task not in list_tasks():
+        raise GaitTestError(f"unknown task {request.task!r}; known: {', '.join(list_tasks())}")
+    return cases
+
+
+def _load_checkpoint(path: Path) -> dict:
+    try:
+        return replay.load_checkpoint(Path(path))
+    except GaitTestError:
+        raise
+    except replay.ReplayError as err:
+        raise GaitTestError(str(err)) from None
+
+
+# --------------------------------------------------------------------------- the environment
+
+
+def _env_cfg(request: GaitTestRequest, cases: Sequence[GaitCase]):
+    from mjlab.tasks.registry import load_env_cfg
+    from mjlab.tasks.velocity.mdp import UniformVelocityCommandCfg
+
+    cfg = load_env_cfg(request.task, play=True)
+    twist = cfg.commands.get("twist")
+    if not isinstance(twist, UniformVelocityCommandCfg):
+        raise GaitTestError(f"task {request.task} has no 'twist' velocity command")
+    cfg.scene.num_envs = len(cases) * request.robots_per_case
+    cfg.seed = request.seeds[0]
+    twist.resampling_time_range = (1.0e9, 1.0e9)
+    twist.heading_command = False
+    twist.ranges.heading = None
+    twist.rel_standing_envs = twist.rel_heading_envs = twist.rel_forward_envs = 0.0
+    twist.rel_world_envs = twist.init_velocity_prob = 0.0
+    return cfg
+
+
+class _HeldCommand:
+    """Gives every env its case's command and checks that it stays there."""
+
+    def __init__(self, term, target):
+        self.term, self.target, self.checks = term, target, 0
+        # The env resamples a command at reset, then computes the observation the policy sees;
+        # replacing the term's resampling makes that first observation carry the test command.
+        term._resample_command = self._resample
+
+    def _resample(self, env_ids) -> None:
+        term = self.term
+        term.vel_command_b[env_ids] = self.target[env_ids]
+        for flag in (term.is_heading_env, term.is_standing_env, term.is_world_env,
+                     term.is_forward_env):  # fmt: skip
+            flag[env_ids] = False
+
+    def write(self) -> None:
+        self.term.vel_command_b[:] = self.target
+
+    def check(self, running) -> None:
+        self.checks += 1
+        wrong = (self.term.command != self.target).any(dim=1) & running
+        if bool(wrong.any()):
+            env = int(wrong.nonzero()[0, 0])
+            raise CommandNotHeldError(
+                f"env {env}: command {self.term.command[env].tolist()} is not the test's "
+                f"{self.target[env].tolist()}"
+            )
+
+
+def _foot_columns(sensor) -> list[int]:
+    """Columns of (left, right) in the contact sensor's ``found``; the task lists left first."""
+    names = [s.primary_name for s in getattr(sensor, "_slots", ()) if s.field_name == "found"]
+    if len(names) != 2:
+        return [0, 1]
+    return [next(i for i, n in enumerate(names) if side in n) for side in ("left", "right")]
+
+
+class GaitEvaluator:
+    """The test's environment and policy network, built once and reused for many checkpoints.
+
+    Use as a context manager (the environment is closed on exit). ``evaluate(path)`` loads that
+    checkpoint's weights and runs every seed of the request.
+    """
+
+    def __init__(self, request: GaitTestRequest, first_checkpoint: dict | None = None):
+        import torch
+        from mjlab.envs import ManagerBasedRlEnv
+        from mjlab.rl import MjlabOnPolicyRunner, RslRlVecEnvWrapper
+        from mjlab.tasks.registry import load_rl_cfg, load_runner_cls
+
+        self.request = request
+        self.cases = validate(request)
+        n = request.robots_per_case
+        cfg = _env_cfg(request, self.cases)
+        # Set-up chatter is passed on after a good set-up, dropped when the input was bad.
+        with held_output((2,), echo=True) as setup_output:
+            self.env = ManagerBasedRlEnv(cfg=cfg, device=request.device)
+            try:
+                self.wrapped = RslRlVecEnvWrapper(self.env)
+                runner_cls = load_runner_cls(request.task) or MjlabOnPolicyRunner
+                runner = runner_cls(
+                    self.wrapped, asdict(load_rl_cfg(request.task)), device=request.device
+                )
+                self.policy = runner.get_inference_policy(device=request.device)
+                if first_checkpoint is not None:
+                    self.load(first_checkpoint, request.checkpoint)
+                self._bind(torch, n)
+            except replay.ReplayError:
+                setup_output.discard()
+                self.env.close()
+                raise
+            except BaseException:
+                self.env.close()
+                raise
+        self.steps = max(1, round(request.duration_s / self.env.step_dt))
+        self.push_step = round(gait.PUSH_TIME_S / self.env.step_dt)
+
+    def _bind(self, torch, n: int) -> None:
+        """Tensors and handles the rollout reads every step, on the env's device."""
+        device = self.env.device
+        commands = [(c.lin_vel_x, c.lin_vel_y, c.ang_vel_z) for c in self.cases for _ in range(n)]
+        target = torch.tensor(commands, dtype=torch.float32, device=device)
+        self.held = _HeldCommand(self.env.command_manager.get_term("twist"), target)
+        self.robot = self.env.scene["robot"]
+        self.contacts = self.env.scene["feet_ground_contact"]
+        self.feet = _foot_columns(self.contacts)
+        self.term_names = tuple(self.env.termination_manager.active_terms)
+        self.term_bits = torch.tensor([2.0**i for i in range(len(self.term_names))], device=device)
+        shove = [c.push_mps * gait.push_sign(r) for c in self.cases for r in range(n)]
+        self.shove = torch.tensor(shove, dtype=torch.float32, device=device)
+
+    def __enter__(self) -> GaitEvaluator:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.env.close()
+
+    def load(self, checkpoint: dict, path: Path) -> None:
+        """Put a checkpoint's policy weights into the network, or raise GaitTestError."""
+        try:
+            self.policy.load_state_dict(checkpoint["actor_state_dict"], strict=True)
+        except RuntimeError as err:
+            lines = str(err).strip().splitlines()
+            detail = next((ln.strip() for ln in lines if "size mismatch" in ln), lines[-1])
+            raise GaitTestError(
+                f"checkpoint {path} does not fit task {self.request.task}: {detail}"
+            ) from None
+
+    def evaluate(self, path: Path, progress: bool = True, checkpoint: dict | None = None):
+        """Every seed of the request with ``path``'s weights; returns a :class:`GaitResult`."""
+        from tqdm.auto import tqdm
+
+        self.load(checkpoint if checkpoint is not None else _load_checkpoint(path), path)
+        started = time.monotonic()
+        checks = self.held.checks
+        robots, paths = [], []
+        total = len(self.request.seeds) * self.steps
+        with tqdm(total=total, desc=f"gait test {Path(path).name}", disable=not progress) as bar:
+            for seed in self.request.seeds:
+                samples = self._rollout(seed, bar)
+                r, p = self._measure(samples, seed)
+                robots.append(r)
+                paths.append(p)
+        robots_frame = pd.concat(robots, ignore_index=True)
+        return GaitResult(
+            checkpoint=Path(path), robots=robots_frame,
+            paths=pd.concat(paths, ignore_index=True), verdict=gait.verdict(robots_frame),
+            command_checks=self.held.checks - checks, steps=self.steps,
+            step_dt=float(self.env.step_dt), num_envs=self.env.num_envs,
+            rollout_seconds=round(time.monotonic() - started, 3),
+        )  # fmt: skip
+
+    def _rollout(self, seed: int, bar) -> np.ndarray:
+        """One seed: reset, then ``steps`` policy steps; samples ``(steps + 1, envs, fields)``."""
+        import torch
+        from mjlab.utils import random as random_utils
+
+        random_utils.seed_rng(seed)  # torch.manual_seed and numpy, Warp and Python's RNGs
+        obs, _ = self.wrapped.reset()
+        device, envs = self.env.device, self.env.num_envs
+        samples = torch.zeros(self.steps + 1, envs, len(_FIELDS), device=device)
+        stopped = torch.zeros(envs, dtype=torch.bool, device=device)
+        self.held.check(~stopped)
+        self._sample(samples, 0, stopped)
+        for step in range(1, self.steps + 1):
+            if step - 1 == self.push_step:
+                self._push(~stopped)
+            self.held.write()
+            with torch.inference_mode():
+                actions = self.policy(obs)
+            obs, _, dones, _ = self.wrapped.step(actions)
+            done = dones.bool()
+            self._sample(samples, step, done)
+            stopped |= done
+            self.held.check(~stopped)
+            bar.update()
+        return samples.cpu().numpy()
+
+    def _sample(self, samples, row: int, done) -> None:
+        import torch
+
+        data = self.robot.data
+        pos, heading, vel = data.root_link_pos_w, data.heading_w, data.root_link_lin_vel_w
+        cos, sin = torch.cos(heading), torch.sin(heading)
+        found = self.contacts.data.found
+        manager = self.env.termination_manager
+        fired = torch.stack([manager.get_term(n) for n in self.term_names], dim=-1).float()
+        samples[row] = torch.stack([
+            pos[:, 0], pos[:, 1], pos[:, 2], heading,
+            cos * vel[:, 0] + sin * vel[:, 1], -sin * vel[:, 0] + cos * vel[:, 1],
+            data.root_link_ang_vel_w[:, 2], -data.projected_gravity_b[:, 2],
+            (found[:, self.feet[0]] > 0).float(), (found[:, self.feet[1]] > 0).float(),
+            done.float(), (fired @ self.term_bits) * done.float(),
+        ], dim=-1)  # fmt: skip
+
+    def _push(self, running) -> None:
+        """The push case's shove: a sideways velocity change in each trunk's heading frame."""
+        import torch
+
+        ids = torch.nonzero((self.shove != 0) & running).flatten()
+        if len(ids) == 0:
+            return
+        vel = self.robot.data.root_link_vel_w[ids].clone()
+        heading = self.robot.data.heading_w[ids]
+        vel[:, 0] -= torch.sin(heading) * self.shove[ids]
+        vel[:, 1] += torch.cos(heading) * self.shove[ids]
+        self.robot.write_root_link_velocity_to_sim(vel, env_ids=ids)
+
+    def _measure(self, samples: np.ndarray, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+        n = self.request.robots_per_case
+        robots, paths = [], []
+        for i, case in enumerate(self.cases):
+            block = samples[:, i * n : (i + 1) * n].astype(np.float64)
+            fields = {name: block[..., k] for k, name in enumerate(_FIELDS)}
+            fields["done"] = fields["done"] > 0.5
+            traj = Trajectory(dt=float(self.env.step_dt), term_names=self.term_names, **fields)
+            metrics = gait.robot_metrics(traj, case)
+            metrics.insert(0, "seed", seed)
+            robots.append(metrics)
+            path = gait.path_in_start_frame(traj, every=PATH_EVERY)
+            path.insert(0, "case", case.name)
+            path.insert(0, "seed", seed)
+            paths.append(path)
+        return pd.concat(robots, ignore_index=True), pd.concat(paths, ignore_index=True)
+
+
+def evaluate_many(
+    checkpoints: Sequence[Path], request: GaitTestRequest, progress: bool = True
+) -> list[GaitResult]:
+    """The gait test of every checkpoint, in one environment (``request.checkpoint`` unused).
+
+    Every file is read and fitted to the network before the first rollout, so a bad checkpoint
+    at the end of the list fails in seconds, not after the others ran.
+    """
+    if not checkpoints:
+        raise GaitTestError("no checkpoints to evaluate")
+    validate(request)
+    loaded = [_load_checkpoint(Path(p)) for p in checkpoints]
+    with GaitEvaluator(replace(request, checkpoint=Path(checkpoints[0])), loaded[0]) as ev:
+        for data, path in zip(loaded[1:], checkpoints[1:], strict=True):
+            ev.load(data, Path(path))
+        return [
+            ev.evaluate(Path(path), progress=progress, checkpoint=data)
+            for data, path in zip(loaded, checkpoints, strict=True)
+        ]
+
+
+def run_one(request: GaitTestRequest, progress: bool = True) -> GaitResult:
+    """The gait test of ``request.checkpoint``."""
+    return evaluate_many([Path(request.checkpoint)], request, progress=progress)[0]
+
+
+# --------------------------------------------------------------------------- the record
+
+
+def default_name(checkpoint: Path) -> str:
+    """``gait_<checkpoint stem>``, any character a run name may not hold replaced by ``_``."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", f"gait_{Path(checkpoint).stem}")
+
+
+def run(
+    request: GaitTestRequest,
+    out_root: Path = Path("logs/gait_tests"),
+    name: str | None = None,
+    progress: bool = True,
+) -> GaitRun:
+    """Gait-test ``request.checkpoint`` and write a new run directory under ``out_root``."""
+    from mjlab_microduck.runs import records
+
+    name = default_name(request.checkpoint) if name is None else name
+    try:
+        names.check_run_name(name)
+    except ValueError as err:
+        raise GaitTestError(str(err)) from None
+    started_iso, started = records.utc_now_iso(), time.monotonic()
+    result = run_one(request, progress=progress)
+    return write_run(result, request, out_root, name, started_iso, started)
+
+
+def write_run(
+    result: GaitResult,
+    request: GaitTestRequest,
+    out_root: Path,
+    name: str,
+    started_iso: str | None = None,
+    started: float | None = None,
+) -> GaitRun:
+    """``robots.csv``, ``paths.csv``, ``verdict.json`` and ``record.json`` in a new directory.
+
+    ``request`` describes the rollout (its checkpoint is taken from ``result``); a failure while
+    writing removes the directory again.
+    """
+    from mjlab_microduck.runs import records
+
+    started_iso = started_iso or records.utc_now_iso()
+    started = time.monotonic() - result.rollout_seconds if started is None else started
+    run_dir = records.new_run_dir(out_root, name)
+    try:
+        record = _write_files(run_dir, result, replace(request, checkpoint=result.checkpoint),
+                              started_iso, started)  # fmt: skip
+    except BaseException:
+        # A run directory holds a complete gait test or does not exist.
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+    return GaitRun(run_dir=run_dir, record=record, result=result)
+
+
+def _number(value) -> float | None:
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def summary_of(result: GaitResult) -> dict:
+    """The record's summary: the verdict, the sizes and a few headline numbers."""
+    robots, table = result.robots, result.verdict.table
+    cases = {name: gait.case_of_rows(g) for name, g in robots.groupby("case", sort=False)}
+    kind = robots["case"].map(lambda c: cases[c].kind)
+    per_seed = gait.case_summary(robots)
+    linear = per_seed[per_seed["kind"] == "linear"]
+    zero_yaw = robots[robots["ang_vel_z"] == 0.0]
+    turning = per_seed[per_seed["kind"].isin(["turn", "walk_turn"])]
+    return {
+        "passed": result.verdict.passed,
+        "failed_conditions": len(result.verdict.failures),
+        "failed_cases": int((~table["passed"]).sum()),
+        "cases": len(cases),
+        "seeds": int(robots["seed"].nunique()),
+        "robots_per_case": int(robots.groupby(["case", "seed"]).size().max()),
+        "duration_s": round(result.steps * result.step_dt, 6),
+        "steps": result.steps,
+        "num_envs": result.num_envs,
+        "command_checks": result.command_checks,
+        "worst_progress_ratio": _number(linear["mean_progress_ratio"].min()),
+        "worst_robot_progress_ratio": _number(robots.loc[kind == "linear", "progress_ratio"].min()),
+        "max_abs_heading_change_rad": _number(zero_yaw["heading_change_rad"].abs().max()),
+        "worst_yaw_ratio": _number(turning["mean_yaw_ratio"].min()),
+        "max_stand_displacement_m": _number(robots.loc[kind == "stand", "displacement_m"].max()),
+        "terminations": int(robots["terminated"].sum()),
+        "rollout_seconds": result.rollout_seconds,
+    }
+
+
+def _write_files(
+    run_dir: Path, result: GaitResult, request: GaitTestRequest, started_iso: str, started: float
+):
+    from mjlab_microduck.runs import records
+    from mjlab_microduck.runtime import provenance
+
+    records.atomic_write_text(run_dir / ROBOTS_FILENAME, result.robots.to_csv(index=False))
+    records.atomic_write_text(run_dir / PATHS_FILENAME, result.paths.to_csv(index=False))
+    verdict = {
+        "passed": result.verdict.passed,
+        "failures": result.verdict.failures,
+        "thresholds": gait.THRESHOLDS,
+        "push_time_s": gait.PUSH_TIME_S,
+        # to_json writes NaN as null: the file stays strict JSON.
+        "table": json.loads(result.verdict.table.to_json(orient="records")),
+    }
+    text = json.dumps(verdict, indent=2, ensure_ascii=False) + "\n"
+    records.atomic_write_text(run_dir / VERDICT_FILENAME, text)
+    kinds = {ROBOTS_FILENAME: "robots", PATHS_FILENAME: "paths", VERDICT_FILENAME: "verdict"}
+    config = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(request).items()}
+    config["seeds"] = list(request.seeds)
+    config["cases"] = sorted(set(result.robots["case"]), key=list(gait.CASE_BY_NAME).index)
+    # Which weights were tested, whatever the file is called or wherever it was copied.
+    config["checkpoint_sha256"] = records.sha256_file(request.checkpoint)
+    config["step_dt"] = result.step_dt
+    config["thresholds"] = gait.THRESHOLDS
+    command = [Path(sys.argv[0]).name, *sys.argv[1:]]
+    record = records.RunRecord(
+        run_id=run_dir.name,
+        kind="gait_test",
+        status="ok",
+        command=command,
+        config=config,
+        provenance=provenance.collect(command=command, device=request.device),
+        started_at=started_iso,
+        finished_at=records.utc_now_iso(),
+        wall_seconds=round(time.monotonic() - started, 3),
+        summary=summary_of(result),
+        artifacts=[records.artifact(run_dir / f, run_dir, k) for f, k in kinds.items()],
+        notes=None if result.verdict.passed else "\n".join(result.verdict.failures),
+    )
+    records.write_record(record, run_dir)
+    # mkstemp makes 0600 files; a published gait test is read by everyone.
+    for file in run_dir.iterdir():
+        os.chmod(file, 0o644)
+    os.chmod(run_dir, 0o755)
+    return record
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+@dataclass(frozen=True)
+class GaitTestCli:
+    """Gait-test a checkpoint: exit 0 if it walks, 1 if it fails the test, 2 on bad input."""
+
+    request: tyro.conf.OmitArgPrefixes[GaitTestRequest]
+    out: Path = Path("logs/gait_tests")
+    name: str | None = None
+    """Run name (default: gait_<checkpoint stem>)."""
+    profile: Literal["ci", "full"] | None = None
+    """Take seeds, robots per case and device from this profile (over those flags)."""
+
+
+def print_verdict(result: GaitResult, run_dir: Path | None = None) -> None:
+    """The per-case verdict as a rich table, then the failure lines."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(
+        title=f"gait test of {result.checkpoint.name}",
+        caption="progress (mean/min), speed and yaw: fractions of the command, worst seed",
+        box=box.SIMPLE_HEAD,
+    )
+    table.add_column("case", no_wrap=True)
+    for column in ("result", "progress", "speed", "yaw", "|Δhead|", "moved m", "ended"):
+        table.add_column(column, justify="right", no_wrap=True)
+
+    def fmt(value, spec=".2f"):
+        return "" if value is None or not math.isfinite(value) else format(value, spec)
+
+    for row in result.verdict.table.itertuples():
+        table.add_row(
+            row.case, "[green]pass[/]" if row.passed else "[red]FAIL[/]",
+            f"{fmt(row.mean_progress_ratio)}/{fmt(row.min_progress_ratio)}".strip("/"),
+            fmt(row.heading_speed_ratio), fmt(row.mean_yaw_ratio),
+            fmt(row.max_abs_heading_change_rad), fmt(row.max_displacement_m, ".3f"),
+            str(row.terminations),
+        )  # fmt: skip
+    # Narrower than this, rich cuts the numbers short; a wider line beats a truncated value.
+    console = Console()
+    Console(width=max(console.width, 96)).print(table)
+    for line in result.verdict.failures:
+        print(f"  {line}")
+    where = f" -> {run_dir}" if run_dir else ""
+    verdict = "PASSED" if result.verdict.passed else "FAILED"
+    print(f"{verdict}: {len(result.verdict.failures)} failed condition(s){where}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = tyro.cli(tyro.conf.OmitArgPrefixes[GaitTestCli], args=argv, prog="microduck-gait-test")
+    request = args.request
+    try:
+        if args.profile is not None:
+            sized = request_for_profile(args.profile, request.checkpoint, request.task)
+            request = replace(request, seeds=sized.seeds, robots_per_case=sized.robots_per_case,
+                              device=sized.device)  # fmt: skip
+        done = run(request, args.out, args.name)
+    except GaitTestError as err:
+        print(f"microduck-gait-test: {err}", file=sys.stderr)
+        return 2
+    print_verdict(done.result, done.run_dir)
+    return 0 if done.result.verdict.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
