@@ -31,6 +31,7 @@ import pytest
 import torch
 
 from mjlab_microduck.analysis import gait
+from mjlab_microduck.cli.gait_test import main as gait_cli
 from mjlab_microduck.jobs import gait_test
 from mjlab_microduck.jobs.gait_test import GaitTestError, GaitTestRequest
 from mjlab_microduck.runs import records
@@ -85,11 +86,11 @@ def test_bad_input_one_line_exit_2_nothing_written(
     path = MODEL_1498 if checkpoint == "model" else bad_checkpoints / f"{checkpoint}.pt"
     out = tmp_path / "out"
     capfd.readouterr()
-    status = gait_test.main(["--checkpoint", str(path), "--out", str(out), *SHORT, *extra])
+    status = gait_cli(["--checkpoint", str(path), "--out", str(out), *SHORT, *extra])
     err = [line for line in capfd.readouterr().err.splitlines() if line.strip()]
     assert status == 2
     assert len(err) == 1, err
-    assert err[0].startswith("microduck-gait-test: ")
+    assert err[0].startswith("microduck gait-test: ")
     assert re.search(message, err[0]), err[0]
     assert not out.exists(), "no run directory may be created for bad input"
 
@@ -202,7 +203,7 @@ def test_cli_writes_a_complete_record_and_exits_by_the_verdict(
         gait_test, "run_one", lambda request, progress=True: synthetic_result(passed)
     )
     out = tmp_path / "out"
-    status = gait_test.main(["--checkpoint", str(MODEL_1498), "--out", str(out), "--name", "t"])
+    status = gait_cli(["--checkpoint", str(MODEL_1498), "--out", str(out), "--name", "t"])
     assert status == (0 if passed else 1)
     (run_dir,) = out.iterdir()
     record = records.load_record(run_dir)
@@ -249,7 +250,7 @@ def test_a_failure_while_writing_removes_the_run_directory(tmp_path, monkeypatch
 @pytest.mark.slow
 def test_published_checkpoint_on_cpu_circles_off_a_forward_command(tmp_path, capsys):
     out = tmp_path / "out"
-    status = gait_test.main([
+    status = gait_cli([
         "--checkpoint", str(MODEL_1498), "--out", str(out), "--seeds", "0",
         "--robots-per-case", "2", "--duration-s", "2", "--cases", "forward_0.15", "stand",
     ])  # fmt: skip

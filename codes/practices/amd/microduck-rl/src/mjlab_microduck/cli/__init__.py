@@ -25,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "replay a checkpoint under a fixed command; trajectory, metrics, video",
     ),
     "gait-test": (
-        "mjlab_microduck.jobs.gait_test:main",
+        "mjlab_microduck.cli.gait_test:main",
         "run the gait test on a checkpoint and write its record",
     ),
     "recipe": (

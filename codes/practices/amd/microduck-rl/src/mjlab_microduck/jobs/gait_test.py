@@ -604,6 +604,17 @@ class GaitTestCli:
     """Take seeds, robots per case and device from this profile (over those flags)."""
 
 
+def run_command(args: GaitTestCli) -> GaitRun:
+    """What ``microduck gait-test`` does with its arguments: the profile's sizes over the flags,
+    then :func:`run` (which refuses bad input with :class:`GaitTestError` before writing)."""
+    request = args.request
+    if args.profile is not None:
+        sized = request_for_profile(args.profile, request.checkpoint, request.task)
+        request = replace(request, seeds=sized.seeds, robots_per_case=sized.robots_per_case,
+                          device=sized.device)  # fmt: skip
+    return run(request, args.out, args.name)
+
+
 def print_verdict(result: GaitResult, run_dir: Path | None = None) -> None:
     """The per-case verdict as a rich table, then the failure lines."""
     from rich import box
@@ -638,23 +649,3 @@ def print_verdict(result: GaitResult, run_dir: Path | None = None) -> None:
     where = f" -> {run_dir}" if run_dir else ""
     verdict = "PASSED" if result.verdict.passed else "FAILED"
     print(f"{verdict}: {len(result.verdict.failures)} failed condition(s){where}")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = tyro.cli(tyro.conf.OmitArgPrefixes[GaitTestCli], args=argv, prog="microduck-gait-test")
-    request = args.request
-    try:
-        if args.profile is not None:
-            sized = request_for_profile(args.profile, request.checkpoint, request.task)
-            request = replace(request, seeds=sized.seeds, robots_per_case=sized.robots_per_case,
-                              device=sized.device)  # fmt: skip
-        done = run(request, args.out, args.name)
-    except GaitTestError as err:
-        print(f"microduck-gait-test: {err}", file=sys.stderr)
-        return 2
-    print_verdict(done.result, done.run_dir)
-    return 0 if done.result.verdict.passed else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
