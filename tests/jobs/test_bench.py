@@ -24,6 +24,7 @@ from mjlab_microduck.cli._common import parse
 from mjlab_microduck.cli.bench import main as bench_cli
 from mjlab_microduck.jobs import bench
 from mjlab_microduck.runs import records
+from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
 from mjlab_microduck.tasks.velocity import TASK_ID, UNGUARDED_TASK_ID
 
 REPO = Path(__file__).resolve().parents[2]
@@ -572,7 +573,7 @@ def _check_quick_outputs(run_dir: Path, record: records.RunRecord, physics_sizes
     split = training.loc["collection_s", "median"] + training.loc["learning_s", "median"]
     assert split <= iteration + 1e-9
     assert training.loc["env_steps_per_s", "median"] == pytest.approx(
-        n_train * bench.STEPS_PER_ENV / iteration, rel=1e-9
+        n_train * STEPS_PER_ENV / iteration, rel=1e-9
     )
     shares = {
         key: value for key, value in record.summary.items()

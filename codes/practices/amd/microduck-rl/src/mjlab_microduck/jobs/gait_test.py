@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import shutil
 import sys
@@ -581,11 +580,7 @@ def _write_files(
         artifacts=[records.artifact(run_dir / f, run_dir, k) for f, k in kinds.items()],
         notes=None if result.verdict.passed else "\n".join(result.verdict.failures),
     )
-    records.write_record(record, run_dir)
-    # mkstemp makes 0600 files; a published gait test is read by everyone.
-    for file in run_dir.iterdir():
-        os.chmod(file, 0o644)
-    os.chmod(run_dir, 0o755)
+    records.write_record(record, run_dir)  # 0644, like every file the atomic writer makes
     return record
 
 
