@@ -63,9 +63,7 @@ def _scalars(first, last, start_s, seconds_per_iteration):
 
 def test_the_clock_chains_a_resume_onto_its_main_run():
     main_start = pd.Timestamp("2026-12-01T13:00:00+00:00")
-    resume_start = pd.Timestamp(
-        "2026-12-01T13:30:00+00:00"
-    )  # a gap that must not count
+    resume_start = pd.Timestamp("2026-12-01T13:30:00+00:00")  # a gap that must not count
     clock = walker.TrainingClock(
         (
             (main_start.isoformat(), _scalars(0, 499, main_start.timestamp(), 1.0)),
@@ -85,9 +83,7 @@ def test_the_clock_chains_a_resume_onto_its_main_run():
 
 def test_time_to_walk_is_the_first_checkpoint_passing_everything():
     start = pd.Timestamp("2026-12-01T13:00:00+00:00")
-    clock = walker.TrainingClock(
-        ((start.isoformat(), _scalars(0, 499, start.timestamp(), 1.2)),)
-    )
+    clock = walker.TrainingClock(((start.isoformat(), _scalars(0, 499, start.timestamp(), 1.2)),))
     verdicts = [
         (300, {"table": _walker_table(), "thresholds": THRESHOLDS, "failures": []}),
         (100, {"table": _walker_table(progress=0.1), "thresholds": THRESHOLDS,

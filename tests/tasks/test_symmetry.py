@@ -35,9 +35,8 @@ def test_mirror_name_swaps_sides_and_keeps_the_centre_line():
 def test_joint_mirror_signs_follow_the_hinge_axes(model):
     names = _hinges(model)
     mirror = symmetry.joint_mirror(model, names)
-    by_name = {
-        n: (names[p], s) for n, p, s in zip(names, mirror.partner, mirror.sign, strict=True)
-    }
+    rows = zip(names, mirror.partner, mirror.sign, strict=True)
+    by_name = {n: (names[p], s) for n, p, s in rows}
     # Yaw and roll hinges have the same axis on both legs: a mirrored turn is the opposite
     # angle. The pitch hinges of this model point opposite ways (+y left, -y right), so a
     # mirrored pitch is also the opposite angle. Centre-line pitch maps to itself.
@@ -69,19 +68,13 @@ def test_the_legs_are_mirror_images_in_mass_inertia_and_geometry(model):
         left = model.body(model.joint(f"left_{suffix}").bodyid[0]).id
         right = model.body(model.joint(f"right_{suffix}").bodyid[0]).id
         assert model.body_mass[left] == pytest.approx(model.body_mass[right], rel=1e-6)
-        np.testing.assert_allclose(
-            data.xpos[right], reflect @ data.xpos[left], atol=1e-6
-        )
-        np.testing.assert_allclose(
-            data.xipos[right], reflect @ data.xipos[left], atol=1e-4
-        )
+        np.testing.assert_allclose(data.xpos[right], reflect @ data.xpos[left], atol=1e-6)
+        np.testing.assert_allclose(data.xipos[right], reflect @ data.xipos[left], atol=1e-4)
         inertia = {}
         for side, body in (("left", left), ("right", right)):
             rot = data.ximat[body].reshape(3, 3)
             inertia[side] = rot @ np.diag(model.body_inertia[body]) @ rot.T
-        np.testing.assert_allclose(
-            inertia["right"], reflect @ inertia["left"] @ reflect, atol=1e-8
-        )
+        np.testing.assert_allclose(inertia["right"], reflect @ inertia["left"] @ reflect, atol=1e-8)
     # The head's mechanism (mouth, camshaft) sits off the centre line: the whole robot's
     # centre of mass is off it by this much, which the test states instead of hiding.
     com_y = float(data.subtree_com[model.body("trunk_base").id][1])
@@ -97,9 +90,7 @@ def test_observation_mirror_swaps_feet_and_flips_lateral_components(model):
         joints,
         joints,
     )
-    x = np.array(
-        [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 1.0, 0.0, 1, 2, 3, 4, 5, 6], dtype=float
-    )
+    x = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 1.0, 0.0, 1, 2, 3, 4, 5, 6], dtype=float)
     np.testing.assert_allclose(
         mirror.apply_numpy(x),
         [-0.1, 0.2, -0.3, 0.4, -0.5, -0.6, 0.0, 1.0, 4, -5, 6, 1, -2, 3],
@@ -168,17 +159,13 @@ def test_mirrored_actions_from_a_mirrored_state_give_mirrored_observations():
         errors = {"mirror": [], "no_mirror": []}
         for _ in range(10):
             twist.vel_command_b[:] = torch.cat([command, mirrored_command])
-            action = 0.3 * torch.randn(
-                1, env.action_manager.total_action_dim, generator=generator
-            )
+            action = 0.3 * torch.randn(1, env.action_manager.total_action_dim, generator=generator)
             mirrored_action = symmetry._gather(action, mirrors.actions)
             obs, *_ = env.step(torch.cat([action, mirrored_action]))
             for group in ("actor", "critic"):
                 left, right = obs[group][0], obs[group][1]
                 errors["mirror"].append(
-                    (symmetry._gather(left[None], mirrors.groups[group])[0] - right)
-                    .abs()
-                    .max()
+                    (symmetry._gather(left[None], mirrors.groups[group])[0] - right).abs().max()
                 )
                 errors["no_mirror"].append((left - right).abs().max())
         mirror_error = float(torch.stack(errors["mirror"]).max())

@@ -178,7 +178,7 @@ def acceptance_sentence(
 ) -> str:
     """The outcome of the rules for a table, as one or two sentences for the page."""
     if not rows:
-        return "No checkpoint was replayed, so none can be accepted."
+        return "No checkpoint was replayed, so none passes the 4-s rule."
     ranking = rank_checkpoints(rows, command_mps)
     best = ranking[0]
     walkers = [name for name in ranking if verdict(rows[name], command_mps).walks]
@@ -186,10 +186,10 @@ def acceptance_sentence(
     single = len(ranking) == 1
     if walkers:
         if single:
-            return f"The only replayed checkpoint, {best}, walks and is accepted."
+            return f"The only replayed checkpoint, {best}, passes the 4-s rule."
         return (
             f"{len(walkers)} of the {len(ranking)} replayed checkpoints walk "
-            f"({', '.join(walkers)}); the best, {best}, is accepted."
+            f"({', '.join(walkers)}); the best, {best}, passes the 4-s rule."
         )
     best_verdict = verdict(rows[best], command_mps)
     subject = (
@@ -204,7 +204,7 @@ def acceptance_sentence(
         )
     else:
         outcome = f"is {best_verdict.reason}."
-    return f"{subject} {outcome} The acceptance criterion is not met yet."
+    return f"{subject} {outcome} The 4-s rule is not met."
 
 
 def media_dir(repo: str | Path) -> Path:
