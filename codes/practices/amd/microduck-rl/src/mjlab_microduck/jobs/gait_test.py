@@ -31,7 +31,6 @@ import json
 import math
 import re
 import shutil
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
@@ -44,7 +43,7 @@ import tyro
 
 from mjlab_microduck.analysis import gait
 from mjlab_microduck.analysis.gait import GaitCase, GaitVerdict, Trajectory
-from mjlab_microduck.jobs import replay
+from mjlab_microduck.jobs import recording, replay
 from mjlab_microduck.runs import names
 from mjlab_microduck.runtime import backend
 from mjlab_microduck.runtime.capture import held_output
@@ -543,7 +542,6 @@ def _write_files(
     run_dir: Path, result: GaitResult, request: GaitTestRequest, started_iso: str, started: float
 ):
     from mjlab_microduck.runs import records
-    from mjlab_microduck.runtime import provenance
 
     records.atomic_write_text(run_dir / ROBOTS_FILENAME, result.robots.to_csv(index=False))
     records.atomic_write_text(run_dir / PATHS_FILENAME, result.paths.to_csv(index=False))
@@ -558,30 +556,16 @@ def _write_files(
     text = json.dumps(verdict, indent=2, ensure_ascii=False) + "\n"
     records.atomic_write_text(run_dir / VERDICT_FILENAME, text)
     kinds = {ROBOTS_FILENAME: "robots", PATHS_FILENAME: "paths", VERDICT_FILENAME: "verdict"}
-    config = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(request).items()}
+    config = recording.checkpoint_config(request)
     config["seeds"] = list(request.seeds)
     config["cases"] = sorted(set(result.robots["case"]), key=list(gait.CASE_BY_NAME).index)
-    # Which weights were tested, whatever the file is called or wherever it was copied.
-    config["checkpoint_sha256"] = records.sha256_file(request.checkpoint)
     config["step_dt"] = result.step_dt
     config["thresholds"] = gait.THRESHOLDS
-    command = [Path(sys.argv[0]).name, *sys.argv[1:]]
-    record = records.RunRecord(
-        run_id=run_dir.name,
-        kind="gait_test",
-        status="ok",
-        command=command,
-        config=config,
-        provenance=provenance.collect(command=command, device=request.device),
-        started_at=started_iso,
-        finished_at=records.utc_now_iso(),
-        wall_seconds=round(time.monotonic() - started, 3),
-        summary=summary_of(result),
-        artifacts=[records.artifact(run_dir / f, run_dir, k) for f, k in kinds.items()],
+    return recording.write_finished_record(
+        run_dir, "gait_test", config, request.device, started_iso, started, summary_of(result),
+        [records.artifact(run_dir / f, run_dir, k) for f, k in kinds.items()],
         notes=None if result.verdict.passed else "\n".join(result.verdict.failures),
-    )
-    records.write_record(record, run_dir)  # 0644, like every file the atomic writer makes
-    return record
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- CLI

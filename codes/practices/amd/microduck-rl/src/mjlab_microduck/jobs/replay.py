@@ -57,6 +57,7 @@ import numpy as np
 import pandas as pd
 
 from mjlab_microduck.analysis.acceptance import FELL_TRUNK_Z_M, FELL_UPRIGHT
+from mjlab_microduck.jobs import recording
 from mjlab_microduck.runs import names
 from mjlab_microduck.runtime import backend
 from mjlab_microduck.runtime.capture import held_output
@@ -614,7 +615,6 @@ def _write_run(
     started: float,
 ):
     from mjlab_microduck.runs import records
-    from mjlab_microduck.runtime import provenance
 
     records.atomic_write_text(run_dir / TRAJECTORY_FILENAME, trajectory.to_csv(index_label="frame"))
     artifacts = [records.artifact(run_dir / TRAJECTORY_FILENAME, run_dir, "trajectory")]
@@ -625,30 +625,15 @@ def _write_run(
         if request.gif:
             write_gif(run_dir / GIF_FILENAME, images, fps)
             artifacts.append(records.artifact(run_dir / GIF_FILENAME, run_dir, "video"))
-    config = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(request).items()}
-    # Which weights were replayed, whatever the file is called or wherever it was copied.
-    config["checkpoint_sha256"] = records.sha256_file(request.checkpoint)
+    config = recording.checkpoint_config(request)
     config["shadows"] = shadows_enabled(request)
     if request.schedule is not None:
         # Lists, as the record reads back from JSON; the fixed command was not used.
         config["schedule"] = [list(segment) for segment in check_schedule(request.schedule)]
         config.update(lin_vel_x=None, lin_vel_y=None, ang_vel_z=None)
-    command = [Path(sys.argv[0]).name, *sys.argv[1:]]
-    record = records.RunRecord(
-        run_id=run_dir.name,
-        kind="replay",
-        status="ok",
-        command=command,
-        config=config,
-        provenance=provenance.collect(command=command, device=request.device),
-        started_at=started_iso,
-        finished_at=records.utc_now_iso(),
-        wall_seconds=round(time.monotonic() - started, 3),
-        summary=summary,
-        artifacts=artifacts,
+    return recording.write_finished_record(
+        run_dir, "replay", config, request.device, started_iso, started, summary, artifacts
     )
-    records.write_record(record, run_dir)
-    return record
 
 
 def walker_video(
