@@ -41,4 +41,3 @@ def test_summarize_on_hand_computed_values():
         0.0, 2.0, 2
     )  # fmt: skip
     assert s["error_vel_xy_last"] == 0.2 and "error_vel_yaw_last" not in s
-

@@ -23,16 +23,30 @@ def test_git_commit_unknown_outside_a_repo(tmp_path):
 
 
 def test_git_commit_reads_head(tmp_path):
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@e", "PATH": "/usr/bin:/bin"}
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@e",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@e",
+        "PATH": "/usr/bin:/bin",
+    }
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, env=env)
-    subprocess.run(["git", "-C", str(tmp_path), "commit", "-q", "--allow-empty", "-m", "x"],
-                   check=True, env=env)
-    head = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "HEAD"], check=True,
-                          capture_output=True, text=True).stdout.strip()
+    subprocess.run(
+        ["git", "-C", str(tmp_path), "commit", "-q", "--allow-empty", "-m", "x"],
+        check=True,
+        env=env,
+    )
+    head = subprocess.run(
+        ["git", "-C", str(tmp_path), "rev-parse", "HEAD"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     assert provenance.git_commit(cwd=tmp_path) == head
-    assert provenance.git_commit(short=True, cwd=tmp_path) == head[: len(
-        provenance.git_commit(short=True, cwd=tmp_path))]
+    assert (
+        provenance.git_commit(short=True, cwd=tmp_path)
+        == head[: len(provenance.git_commit(short=True, cwd=tmp_path))]
+    )
     assert len(head) == 40
 
 
