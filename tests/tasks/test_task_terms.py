@@ -8,8 +8,10 @@ import pytest
 import torch
 
 from mjlab_microduck.tasks import mdp
-from mjlab_microduck.tasks.tuning import BOOK, STEPPING, UPSTREAM
-from mjlab_microduck.tasks.velocity import STANDING_STAGES, action_rate_stages
+from mjlab_microduck.tasks.tuning import BOOK, STEPPING, UPSTREAM, WALKER, WALKER_NARROW
+from mjlab_microduck.tasks.velocity import action_rate_stages, standing_stages
+
+STANDING_STAGES = standing_stages(UPSTREAM)
 
 
 def test_standing_fraction_follows_the_last_stage_reached():
@@ -28,6 +30,16 @@ def test_curricula_are_counted_in_env_steps_of_24_per_iteration():
     assert STANDING_STAGES[1] == {"step": 500 * 24, "fraction": 0.05}
     assert action_rate_stages(UPSTREAM)[-1] == {"step": 1500 * 24, "weight": -1.0}
     assert action_rate_stages(BOOK)[-1] == {"step": 1000 * 24, "weight": -0.2}
+
+
+def test_the_narrow_walker_changes_only_kernels_and_standing_envs():
+    assert standing_stages(WALKER)[0] == {"step": 0, "fraction": 0.02}
+    assert standing_stages(WALKER_NARROW)[0] == {"step": 0, "fraction": 0.10}
+    assert (WALKER_NARROW.lin_vel_std_m_s, WALKER_NARROW.ang_vel_std_rad_s) == (0.15, 0.3)
+    same = {k for k in WALKER.__dataclass_fields__
+            if getattr(WALKER, k) == getattr(WALKER_NARROW, k)}
+    assert set(WALKER.__dataclass_fields__) - same == {
+        "name", "lin_vel_std_m_s", "ang_vel_std_rad_s", "standing_stages"}
 
 
 def test_standing_still_earns_less_tracking_reward_with_the_book_tuning():
@@ -193,10 +205,15 @@ def test_each_task_reaches_its_presets_terms_and_nothing_else():
         (4.0, 0.2, 4.0, 0.35, 3.0, *forward))
     assert figures(f"{TASK_ID}-WalkerTuning") == pytest.approx(
         (4.0, 0.2, 4.0, wide_yaw, 3.0, *omni))
+    assert figures(f"{TASK_ID}-WalkerNarrowTuning") == pytest.approx(
+        (4.0, 0.15, 4.0, 0.3, 3.0, *omni))
     # Each candidate changes forward tracking in what it names there, and in nothing else.
     undo = {
         "forward_straight": {"ang_vel_std_rad_s": wide_yaw},
         "walker": {"commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False},
+        "walker_narrow": {"commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
+                          "lin_vel_std_m_s": 0.2, "ang_vel_std_rad_s": wide_yaw,
+                          "standing_stages": tuning.UPSTREAM_STANDING},
     }
     for preset in tuning.CANDIDATE_PRESETS:
         back = replace(preset, name="forward_tracking", **undo[preset.name])

@@ -607,13 +607,15 @@ def curriculum_schedule(iterations: int, task: str | None = None) -> pd.DataFram
     from mjlab_microduck.tasks.mdp import standing_fraction_at
     from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
     from mjlab_microduck.tasks.velocity import (
-        STANDING_STAGES,
         TASK_ID,
         TUNING_OF_TASK,
         action_rate_stages,
+        standing_stages,
     )
 
-    ramp = action_rate_stages(TUNING_OF_TASK[task or TASK_ID])
+    tuning = TUNING_OF_TASK[task or TASK_ID]
+    ramp = action_rate_stages(tuning)
+    standing = standing_stages(tuning)
 
     def weight_at(step: int) -> float:
         weight = float("nan")
@@ -626,7 +628,7 @@ def curriculum_schedule(iterations: int, task: str | None = None) -> pd.DataFram
     frame = pd.DataFrame(
         {
             "Curriculum/standing_envs/rel_standing_envs": [
-                standing_fraction_at(st, STANDING_STAGES) for st in steps
+                standing_fraction_at(st, standing) for st in steps
             ],
             "Curriculum/action_rate/weight": [weight_at(st) for st in steps],
         },

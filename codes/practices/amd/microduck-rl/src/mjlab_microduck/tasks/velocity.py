@@ -81,14 +81,12 @@ def _iteration(it: int) -> int:
     return it * STEPS_PER_ENV
 
 
-STANDING_STAGES: list[duck_mdp.StandingStage] = [
-    {"step": _iteration(0), "fraction": 0.02},
-    {"step": _iteration(500), "fraction": 0.05},
-    {"step": _iteration(750), "fraction": 0.10},
-    {"step": _iteration(1000), "fraction": 0.15},
-    {"step": _iteration(1500), "fraction": 0.20},
-    {"step": _iteration(2000), "fraction": 0.25},
-]
+def standing_stages(tuning: VelocityTuning) -> list[duck_mdp.StandingStage]:
+    """The preset's standing-env schedule in env steps, as ``raise_standing_fraction`` takes it."""
+    return [
+        {"step": _iteration(stage.iteration), "fraction": stage.fraction}
+        for stage in tuning.standing_stages
+    ]
 
 
 def action_rate_stages(tuning: VelocityTuning) -> list[dict]:
@@ -163,7 +161,7 @@ def microduck_flat_env_cfg(
     cfg.curriculum = {
         "standing_envs": CurriculumTermCfg(
             func=duck_mdp.raise_standing_fraction,
-            params={"command_name": "twist", "stages": STANDING_STAGES},
+            params={"command_name": "twist", "stages": standing_stages(tuning)},
         ),
         "action_rate": CurriculumTermCfg(
             func=envs_mdp.reward_curriculum,
@@ -245,7 +243,7 @@ def _configure_commands(cfg: ManagerBasedRlEnvCfg, tuning: VelocityTuning) -> No
     twist.heading_command = False
     twist.rel_heading_envs = 0.0
     twist.rel_forward_envs = 0.0
-    twist.rel_standing_envs = STANDING_STAGES[0]["fraction"]
+    twist.rel_standing_envs = tuning.standing_stages[0].fraction
     twist.ranges = UniformVelocityCommandCfg.Ranges(
         lin_vel_x=tuning.commands.lin_vel_x_m_s,
         lin_vel_y=tuning.commands.lin_vel_y_m_s,
