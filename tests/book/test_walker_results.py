@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from mjlab_microduck.analysis import walker
@@ -52,3 +53,50 @@ def test_the_candidate_never_falls_and_fails_fewest_conditions(runs):
     assert progress.loc[iteration, "failed_conditions"] == best
     table = wr.case_table(run.verdict(iteration))
     assert len(table) == 16 and table["terminations"].sum() == 0
+
+
+@pytest.fixture(scope="module")
+def narrow_runs():
+    return wr.seed_runs(recipe=wr.WALKER_NARROW)
+
+
+def test_the_narrow_recipe_has_three_seeds_of_one_500_iteration_stage(narrow_runs):
+    for run in narrow_runs:
+        ((main_dir, main),) = run.stages
+        assert main.config["task"] == wr.WALKER_NARROW.task
+        assert main.config["tuning"]["ang_vel_std_rad_s"] == 0.3
+        assert (main.config["num_envs"], main.config["iterations"]) == (4096, 500)
+        assert run.checkpoint(499).parent == main_dir
+        assert [it for it, _, _ in run.gait] == [*range(100, 451, 50), 499]
+        assert walker.time_to_walk_s(run.progress()) is None
+
+
+def test_the_narrow_kernels_stand_still_but_never_turn(narrow_runs):
+    frame = wr.progress_frame(narrow_runs)
+    assert set(frame["recipe"]) == {"walker_narrow"} and len(frame) == 3 * 9
+    assert frame["stands still"].all() and not frame["turns on command"].any()
+    for run in narrow_runs:
+        cases = wr.case_table(run.verdict(499))
+        assert cases.filter(like="turn in place", axis=0)["mean_yaw_ratio"].abs().max() < 0.1
+
+
+def test_skill_summary_counts_seeds_and_first_minutes(runs, narrow_runs):
+    table = wr.skill_summary([*runs, *narrow_runs])
+    assert list(table.columns.get_level_values(0).unique()) == ["WALKER", "WALKER_NARROW"]
+    assert table.loc["turns on command", ("WALKER", "seeds holding it")] == "3 of 3"
+    assert table.loc["turns on command", ("WALKER_NARROW", "seeds holding it")] == "0 of 3"
+    assert pd.isna(table.loc["walker", ("WALKER", "first at (min)")])
+    first_stand = min(
+        float(p.loc[p["stands still"], "minutes"].min()) for p in (r.progress() for r in narrow_runs)
+    )
+    assert table.loc["stands still", ("WALKER_NARROW", "first at (min)")] == pytest.approx(first_stand)
+
+
+def test_stage_table_has_one_row_per_stage_with_its_median_iteration_time(runs, narrow_runs):
+    table = wr.stage_table([*runs, *narrow_runs])
+    assert len(table) == 3 * 2 + 3
+    assert table.loc["h200_walker_resume_s43", "size"] == (
+        "4096 envs × 250 it, resumed from iteration 499")
+    # three runs sharing one H200: more than one second per 4096-env iteration, less than two
+    assert table["s per iteration (median)"].between(1.0, 2.0).all()
+    assert table["machine"].str.startswith("one NVIDIA H200, driver 580").all()

@@ -1,9 +1,10 @@
-"""The walker recipe's published runs, read for the chapters: per seed, its training stages,
+"""The walker recipes' published runs, read for the chapters: per seed, its training stages,
 its gait-tested checkpoints, the skills each one holds and when.
 
-Problem it solves: chapters 4-6 and the front page all speak of the same three training seeds
-(4096 envs, 500 iterations, resumed for 250 more, on one H200) and their gait tests; this module
-finds those records under ``book/results`` by name and turns them into the tables the pages
+Problem it solves: chapters 4-6 and the front page all speak of the same training seeds of each
+recipe at scale (4096 envs on one H200) and their gait tests; this module finds those records
+under ``book/results`` by name (``h200_<recipe>_<stage>_s<seed>``,
+``h200_<recipe>_gait_s<seed>_model_<iteration>``) and turns them into the tables the pages
 show, so no page repeats the lookup or types a number. A missing record is an error.
 """
 
@@ -18,9 +19,25 @@ import pandas as pd
 from mjlab_microduck.analysis import walker
 from mjlab_microduck.runs import records
 
-WALKER_TASK = "Mjlab-Velocity-Flat-MicroDuck-WalkerTuning"
 SEEDS = (42, 43, 44)
-STAGES = ("main", "resume")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A recipe trained at scale: its run-name prefix, its task and its stages in chain order."""
+
+    name: str
+    task: str
+    stages: tuple[str, ...]
+
+
+# WALKER: 500 iterations, resumed for 250. WALKER_NARROW: 500 iterations.
+WALKER = Recipe("walker", "Mjlab-Velocity-Flat-MicroDuck-WalkerTuning", ("main", "resume"))
+WALKER_NARROW = Recipe(
+    "walker_narrow", "Mjlab-Velocity-Flat-MicroDuck-WalkerNarrowTuning", ("main",)
+)
+RECIPES = (WALKER, WALKER_NARROW)
+WALKER_TASK = WALKER.task
 
 
 def _results_root(results_root: str | Path | None) -> Path:
@@ -36,6 +53,7 @@ class SeedRun:
     """One training seed of the walker recipe: its stages and its gait-tested checkpoints."""
 
     seed: int
+    recipe: Recipe
     stages: tuple[tuple[Path, records.RunRecord], ...]
     gait: tuple[tuple[int, Path, records.RunRecord], ...]
 
@@ -76,22 +94,24 @@ class SeedRun:
         raise FileNotFoundError(f"seed {self.seed}: model_{iteration}.pt is not published")
 
 
-def seed_run(seed: int, results_root: str | Path | None = None) -> SeedRun:
+def seed_run(
+    seed: int, results_root: str | Path | None = None, recipe: Recipe = WALKER
+) -> SeedRun:
     root = _results_root(results_root)
     stages = []
-    for stage in STAGES:
-        where = root / f"h200_walker_{stage}_s{seed}"
+    for stage in recipe.stages:
+        where = root / f"h200_{recipe.name}_{stage}_s{seed}"
         stages.append((where, records.load_record(where)))
     gait = []
-    for where in sorted(root.glob(f"h200_walker_gait_s{seed}_model_*")):
+    for where in sorted(root.glob(f"h200_{recipe.name}_gait_s{seed}_model_*")):
         gait.append((int(where.name.rsplit("_", 1)[1]), where, records.load_record(where)))
     if not gait:
-        raise FileNotFoundError(f"{root}: no gait test of walker seed {seed}")
-    return SeedRun(seed, tuple(stages), tuple(sorted(gait, key=lambda g: g[0])))
+        raise FileNotFoundError(f"{root}: no gait test of {recipe.name} seed {seed}")
+    return SeedRun(seed, recipe, tuple(stages), tuple(sorted(gait, key=lambda g: g[0])))
 
 
-def seed_runs(results_root: str | Path | None = None) -> list[SeedRun]:
-    return [seed_run(seed, results_root) for seed in SEEDS]
+def seed_runs(results_root: str | Path | None = None, recipe: Recipe = WALKER) -> list[SeedRun]:
+    return [seed_run(seed, results_root, recipe) for seed in SEEDS]
 
 
 def first_held_table(runs: list[SeedRun]) -> pd.DataFrame:
@@ -133,3 +153,56 @@ def case_table(verdict: dict) -> pd.DataFrame:
     keep = ["passed", "mean_progress_ratio", "min_progress_ratio", "mean_yaw_ratio",
             "max_abs_heading_change_rad", "max_displacement_m", "terminations"]  # fmt: skip
     return table[keep]
+
+
+def progress_frame(runs: list[SeedRun]) -> pd.DataFrame:
+    """Every gait-tested checkpoint of ``runs`` in one frame: recipe, seed, then the columns of
+    :meth:`SeedRun.progress` (iteration, minutes, one per skill, walker, failed conditions)."""
+    frames = [
+        run.progress().assign(recipe=run.recipe.name, seed=run.seed) for run in runs
+    ]
+    frame = pd.concat(frames, ignore_index=True)
+    return frame[["recipe", "seed", *frames[0].columns.drop(["recipe", "seed"])]]
+
+
+def skill_summary(runs: list[SeedRun]) -> pd.DataFrame:
+    """Per recipe and skill: in how many seeds the skill held at some tested checkpoint, and
+    the fewest minutes of training to it (NaN where it never held)."""
+    frame = progress_frame(runs)
+    rows = []
+    for recipe, group in frame.groupby("recipe", sort=False):
+        seeds = group["seed"].nunique()
+        for skill in (*walker.SKILLS, "walker"):
+            held = group[group[skill]]
+            rows.append({
+                "recipe": recipe.upper(),
+                "skill": skill,
+                "seeds holding it": f"{held['seed'].nunique()} of {seeds}",
+                "first at (min)": held["minutes"].min() if not held.empty else float("nan"),
+            })  # fmt: skip
+    table = pd.DataFrame(rows).pivot(index="skill", columns="recipe")
+    table = table.swaplevel(axis=1).sort_index(axis=1, level=0, sort_remaining=False)
+    return table.reindex([*walker.SKILLS, "walker"])
+
+
+def stage_table(runs: list[SeedRun]) -> pd.DataFrame:
+    """One row per training stage of ``runs``: machine, date, size, wall time and the median
+    wall seconds per iteration (from the stage's own scalars)."""
+    rows = []
+    for run in runs:
+        for where, rec in run.stages:
+            p = rec.provenance
+            wall = records.load_scalars(rec, where).set_index("iteration")["wall_time"]
+            resumed = rec.config.get("resume_from_iteration")
+            extra = f", resumed from iteration {resumed}" if resumed is not None else ""
+            rows.append({
+                "run": where.name,
+                "seed": run.seed,
+                "machine": f"one {p.device_name}, driver {p.driver_version}, "
+                           f"CUDA {p.runtime_version}",
+                "date": rec.started_at[:10],
+                "size": f"{rec.config['num_envs']} envs × {rec.config['iterations']} it{extra}",
+                "wall time": f"{rec.wall_seconds:.0f} s ({rec.wall_seconds / 60:.1f} min)",
+                "s per iteration (median)": round(float(wall.diff().median()), 2),
+            })  # fmt: skip
+    return pd.DataFrame(rows).set_index("run")
