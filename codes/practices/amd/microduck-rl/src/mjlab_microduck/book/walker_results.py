@@ -178,7 +178,8 @@ def skill_summary(runs: list[SeedRun]) -> pd.DataFrame:
                 "recipe": recipe.upper(),
                 "skill": skill,
                 "seeds holding it": f"{held['seed'].nunique()} of {seeds}",
-                "first at (min)": held["minutes"].min() if not held.empty else float("nan"),
+                "first at (min)": round(float(held["minutes"].min()), 1) if not held.empty
+                else float("nan"),
             })  # fmt: skip
     table = pd.DataFrame(rows).pivot(index="skill", columns="recipe")
     table = table.swaplevel(axis=1).sort_index(axis=1, level=0, sort_remaining=False)
