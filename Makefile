@@ -3,6 +3,7 @@
 #   make book     execute every chapter (cached) and build _build/html strictly
 #   make test     unit tests + book structure + headless-browser checks (builds the book if stale)
 #   make results  regenerate run records under logs/ (beside the published book/results/)
+#   make chapter-times  measure every chapter's ci execution time into book/results/
 #
 # VENV=<dir> uses another environment, e.g. the ROCm one made by
 # codes/practices/amd/microduck-rl/scripts/setup_rocm.sh; only the default .venv is
@@ -36,12 +37,13 @@ BOOK_SOURCES := _config.yml _toc.yml $(wildcard book/*.md book/_extra/*) $(wildc
 RUN := env PATH="$(VENV_ABS)/bin:$$PATH" WANDB_MODE="$${WANDB_MODE:-offline}" \
 	MJLAB_WARP_QUIET="$${MJLAB_WARP_QUIET:-1}"
 
-.PHONY: help venv system-deps book test results clean
+.PHONY: help venv system-deps book test results chapter-times clean
 
 help:
 	@echo "make book         build the book (executes chapters; cached)"
 	@echo "make test         run all tests (builds the book first if it is stale)"
 	@echo "make results      regenerate run records under logs/"
+	@echo "make chapter-times  time every chapter in the ci profile on this machine (front page)"
 	@echo "make venv         create/update $(VENV)"
 	@echo "make system-deps  install Debian packages for rendering and browser tests"
 	@echo "make clean        remove _build and caches"
@@ -118,6 +120,22 @@ STAGES ?= smoke,main,resume,experiment,replay,diagnostics,bench
 LABEL ?= local
 results: venv system-deps
 	$(RUN) $(VENV)/bin/microduck recipe --stages $(STAGES) --label $(LABEL)
+
+# How long each chapter takes in the ci profile on this machine, for the front page's table:
+# clear the execution cache, build the book in the ci profile (so every chapter executes, one
+# after the other), then record each chapter's execution time from the cache as the run record
+# book/results/cpu_ci_book_build (`microduck records chapter-times`, which refuses a cache
+# that does not hold one fresh ci build of every chapter). Run it on the machine the times
+# should describe, with nothing else running. The record changes book/results, so the next
+# `make book` executes every chapter again and the front page shows the new times.
+CI_TIMES_RECORD := book/results/cpu_ci_book_build
+chapter-times: venv system-deps
+	rm -rf _build/.jupyter_cache _build/.doctrees _build/jupyter_execute
+	@export MICRODUCK_PROFILE=ci; $(build_book)
+	rm -rf $(CI_TIMES_RECORD).new
+	$(RUN) $(VENV)/bin/microduck records chapter-times $(CI_TIMES_RECORD).new
+	rm -rf $(CI_TIMES_RECORD)
+	mv $(CI_TIMES_RECORD).new $(CI_TIMES_RECORD)
 
 clean:
 	rm -rf _build .pytest_cache book/_extra/media

@@ -14,8 +14,9 @@ analysis   pure functions of records: summaries, acceptance rules, scaling, resp
 compat     the run-time hooks for mjlab/Warp on ROCm, and the fault injection
 tasks      env and RL configs, tuning presets, MDP terms; registration with mjlab
 runtime    read-only machine facts: backend, provenance, doctor, contact check, probes
-jobs       work that writes records: train, replay, recipe, bench
-book       what only the notebooks use: results lookup, live runs, tables, plots, prose
+jobs       work that writes records: train, replay, recipe, bench, book build times
+book       what only the notebooks use: results lookup, live runs, tables, plots, prose,
+           the front page's chapter times
 cli        the ``microduck`` command
 ========== =========================================================================
 """

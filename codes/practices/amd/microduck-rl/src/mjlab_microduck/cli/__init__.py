@@ -50,7 +50,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "records": (
         "mjlab_microduck.cli.records:main",
-        "validate, verify or publish run records; print their schema",
+        "validate, verify or publish run records; print their schema; record chapter times",
     ),
 }
 

@@ -2,7 +2,8 @@
 
 ``validate`` checks record files against the schema; ``verify`` also checks every artifact's
 SHA-256; ``publish`` copies a finished training or bench run into the book (``book/results``);
-``schema`` prints (or writes) the JSON schema of a record.
+``schema`` prints (or writes) the JSON schema of a record; ``chapter-times`` records how long
+each chapter took in the last book build (``make chapter-times``).
 """
 
 from __future__ import annotations
@@ -49,12 +50,27 @@ class Publish:
     """training runs: the checkpoint iterations to publish (slimmed), besides the last one"""
 
 
+@dataclass(frozen=True)
+class ChapterTimes:
+    """Record each chapter's execution time in the last book build as a run record."""
+
+    out: Positional[Path]
+    """the run folder to write record.json into (book/results/cpu_ci_book_build)"""
+    cache: Path = Path("_build/.jupyter_cache")
+    """myst-nb's execution cache of the build"""
+    notebooks: Path = Path("notebooks")
+    """the folder of the chapters (every *.md in it is one)"""
+    profile: str = "ci"
+    """the profile every chapter must have run with"""
+
+
 def _subcommands():
     return Union[  # noqa: UP007  (tyro reads the Union's members as subcommands)
         Annotated[Schema, tyro.conf.subcommand("schema")],
         Annotated[Validate, tyro.conf.subcommand("validate")],
         Annotated[Verify, tyro.conf.subcommand("verify")],
         Annotated[Publish, tyro.conf.subcommand("publish")],
+        Annotated[ChapterTimes, tyro.conf.subcommand("chapter-times")],
     ]
 
 
@@ -98,6 +114,26 @@ def _publish(request: Publish, prog: str) -> int:
     return 0
 
 
+def _chapter_times(request: ChapterTimes, prog: str) -> int:
+    from mjlab_microduck.jobs import book_build
+
+    chapters = sorted(Path(request.notebooks).glob("*.md"))
+    if not chapters:
+        return refuse(prog, f"{request.notebooks}: no chapter (*.md) in it")
+    try:
+        record = book_build.record_build(
+            request.cache, chapters, request.out, profile=request.profile,
+            repo=Path(request.notebooks).resolve().parent,
+        )  # fmt: skip
+    except book_build.BuildRecordError as err:
+        return refuse(prog, err)
+    for chapter in record.config["chapters"]:
+        print(f"{chapter}: {record.summary[book_build.SECONDS_PREFIX + chapter]:.1f} s")
+    print(f"recorded: {Path(request.out) / 'record.json'} ({record.provenance.machine_label}, "
+          f"commit {record.provenance.git_commit[:12]})")
+    return 0
+
+
 def main(argv: list[str] | None = None, prog: str = "microduck records") -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -116,4 +152,6 @@ def main(argv: list[str] | None = None, prog: str = "microduck records") -> int:
         return 0
     if isinstance(command, Publish):
         return _publish(command, prog)
+    if isinstance(command, ChapterTimes):
+        return _chapter_times(command, prog)
     return _check(command.paths, verify=isinstance(command, Verify))
