@@ -89,7 +89,7 @@ def test_skill_summary_counts_seeds_and_first_minutes(runs, narrow_runs):
     first_stand = min(
         float(p.loc[p["stands still"], "minutes"].min()) for p in (r.progress() for r in narrow_runs)
     )
-    assert table.loc["stands still", ("WALKER_NARROW", "first at (min)")] == pytest.approx(first_stand)
+    assert table.loc["stands still", ("WALKER_NARROW", "first at (min)")] == round(first_stand, 1)
 
 
 def test_stage_table_has_one_row_per_stage_with_its_median_iteration_time(runs, narrow_runs):
