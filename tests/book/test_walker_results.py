@@ -86,9 +86,8 @@ def test_skill_summary_counts_seeds_and_first_minutes(runs, narrow_runs):
     assert table.loc["turns on command", ("WALKER", "seeds holding it")] == "3 of 3"
     assert table.loc["turns on command", ("WALKER_NARROW", "seeds holding it")] == "0 of 3"
     assert pd.isna(table.loc["walker", ("WALKER", "first at (min)")])
-    first_stand = min(
-        float(p.loc[p["stands still"], "minutes"].min()) for p in (r.progress() for r in narrow_runs)
-    )
+    progress = [run.progress() for run in narrow_runs]
+    first_stand = min(float(p.loc[p["stands still"], "minutes"].min()) for p in progress)
     assert table.loc["stands still", ("WALKER_NARROW", "first at (min)")] == round(first_stand, 1)
 
 
