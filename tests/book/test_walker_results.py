@@ -86,9 +86,8 @@ def test_skill_summary_counts_seeds_and_first_minutes(runs, narrow_runs):
     assert table.loc["turns on command", ("WALKER", "seeds holding it")] == "3 of 3"
     assert table.loc["turns on command", ("WALKER_NARROW", "seeds holding it")] == "0 of 3"
     assert pd.isna(table.loc["walker", ("WALKER", "first at (min)")])
-    first_stand = min(
-        float(p.loc[p["stands still"], "minutes"].min()) for p in (r.progress() for r in narrow_runs)
-    )
+    first_stand = min(float(p.loc[p["stands still"], "minutes"].min())
+                      for p in (r.progress() for r in narrow_runs))  # fmt: skip
     assert table.loc["stands still", ("WALKER_NARROW", "first at (min)")] == round(first_stand, 1)
 
 
@@ -96,7 +95,7 @@ def test_stage_table_has_one_row_per_stage_with_its_median_iteration_time(runs, 
     table = wr.stage_table([*runs, *narrow_runs])
     assert len(table) == 3 * 2 + 3
     assert table.loc["h200_walker_resume_s43", "size"] == (
-        "4096 envs × 250 it, resumed from iteration 499")
+        "4,096 envs × 250 it, resumed from iteration 499")
     # three runs sharing one H200: more than one second per 4096-env iteration, less than two
     assert table["s per iteration (median)"].between(1.0, 2.0).all()
     assert table["machine"].str.startswith("one NVIDIA H200, driver 580").all()
