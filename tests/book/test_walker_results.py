@@ -95,7 +95,7 @@ def test_stage_table_has_one_row_per_stage_with_its_median_iteration_time(runs, 
     table = wr.stage_table([*runs, *narrow_runs])
     assert len(table) == 3 * 2 + 3
     assert table.loc["h200_walker_resume_s43", "size"] == (
-        "4096 envs × 250 it, resumed from iteration 499")
+        "4,096 envs × 250 it, resumed from iteration 499")
     # three runs sharing one H200: more than one second per 4096-env iteration, less than two
     assert table["s per iteration (median)"].between(1.0, 2.0).all()
     assert table["machine"].str.startswith("one NVIDIA H200, driver 580").all()

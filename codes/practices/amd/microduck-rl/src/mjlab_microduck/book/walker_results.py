@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from mjlab_microduck.analysis import walker
+from mjlab_microduck.book import tables
 from mjlab_microduck.runs import records
 
 SEEDS = (42, 43, 44)
@@ -38,6 +39,16 @@ WALKER_NARROW = Recipe(
 )
 RECIPES = (WALKER, WALKER_NARROW)
 WALKER_TASK = WALKER.task
+
+
+def stage_folder(recipe: Recipe, stage: str, seed: int) -> str:
+    """The published folder of one seed's training stage: ``h200_<recipe>_<stage>_s<seed>``."""
+    return f"h200_{recipe.name}_{stage}_s{seed}"
+
+
+def gait_pattern(recipe: Recipe, seed: int) -> str:
+    """The glob of one seed's gait tests: ``h200_<recipe>_gait_s<seed>_model_*``."""
+    return f"h200_{recipe.name}_gait_s{seed}_model_*"
 
 
 def _results_root(results_root: str | Path | None) -> Path:
@@ -100,10 +111,10 @@ def seed_run(
     root = _results_root(results_root)
     stages = []
     for stage in recipe.stages:
-        where = root / f"h200_{recipe.name}_{stage}_s{seed}"
+        where = root / stage_folder(recipe, stage, seed)
         stages.append((where, records.load_record(where)))
     gait = []
-    for where in sorted(root.glob(f"h200_{recipe.name}_gait_s{seed}_model_*")):
+    for where in sorted(root.glob(gait_pattern(recipe, seed))):
         gait.append((int(where.name.rsplit("_", 1)[1]), where, records.load_record(where)))
     if not gait:
         raise FileNotFoundError(f"{root}: no gait test of {recipe.name} seed {seed}")
@@ -187,23 +198,20 @@ def skill_summary(runs: list[SeedRun]) -> pd.DataFrame:
 
 
 def stage_table(runs: list[SeedRun]) -> pd.DataFrame:
-    """One row per training stage of ``runs``: machine, date, size, wall time and the median
-    wall seconds per iteration (from the stage's own scalars)."""
+    """One row per training stage of ``runs``: machine, date, size, wall time (the cells of
+    :mod:`mjlab_microduck.book.tables`) and the median wall seconds per iteration (from the
+    stage's own scalars)."""
     rows = []
     for run in runs:
         for where, rec in run.stages:
-            p = rec.provenance
             wall = records.load_scalars(rec, where).set_index("iteration")["wall_time"]
-            resumed = rec.config.get("resume_from_iteration")
-            extra = f", resumed from iteration {resumed}" if resumed is not None else ""
             rows.append({
                 "run": where.name,
                 "seed": run.seed,
-                "machine": f"one {p.device_name}, driver {p.driver_version}, "
-                           f"CUDA {p.runtime_version}",
+                "machine": tables.record_machine_text(rec),
                 "date": rec.started_at[:10],
-                "size": f"{rec.config['num_envs']} envs × {rec.config['iterations']} it{extra}",
-                "wall time": f"{rec.wall_seconds:.0f} s ({rec.wall_seconds / 60:.1f} min)",
+                "size": tables.size_text(rec),
+                "wall time": tables.wall_text(rec.wall_seconds),
                 "s per iteration (median)": round(float(wall.diff().median()), 2),
             })  # fmt: skip
     return pd.DataFrame(rows).set_index("run")

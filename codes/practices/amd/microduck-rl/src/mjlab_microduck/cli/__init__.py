@@ -50,7 +50,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "records": (
         "mjlab_microduck.cli.records:main",
-        "validate, verify or publish run records; print their schema; record chapter times",
+        "validate, verify, publish or map run records; print their schema; record chapter "
+        "times",
     ),
 }
 

@@ -3,7 +3,8 @@
 ``validate`` checks record files against the schema; ``verify`` also checks every artifact's
 SHA-256; ``publish`` copies a finished training or bench run into the book (``book/results``);
 ``schema`` prints (or writes) the JSON schema of a record; ``chapter-times`` records how long
-each chapter took in the last book build (``make chapter-times``).
+each chapter took in the last book build (``make chapter-times``); ``map`` rewrites the
+"which chapter reads which runs" section of ``book/results/README.md`` from the records.
 """
 
 from __future__ import annotations
@@ -64,6 +65,18 @@ class ChapterTimes:
     """the profile every chapter must have run with"""
 
 
+@dataclass(frozen=True)
+class Map:
+    """Rewrite the README's "which chapter reads which runs" section from the run records."""
+
+    readme: Path = Path("book/results/README.md")
+    """the README holding the section between its two results-map markers"""
+    results: Path | None = None
+    """the folder of published runs (default: the README's folder)"""
+    check: bool = False
+    """write nothing; exit 1 if the section differs from what the records say"""
+
+
 def _subcommands():
     return Union[  # noqa: UP007  (tyro reads the Union's members as subcommands)
         Annotated[Schema, tyro.conf.subcommand("schema")],
@@ -71,6 +84,7 @@ def _subcommands():
         Annotated[Verify, tyro.conf.subcommand("verify")],
         Annotated[Publish, tyro.conf.subcommand("publish")],
         Annotated[ChapterTimes, tyro.conf.subcommand("chapter-times")],
+        Annotated[Map, tyro.conf.subcommand("map")],
     ]
 
 
@@ -134,6 +148,28 @@ def _chapter_times(request: ChapterTimes, prog: str) -> int:
     return 0
 
 
+def _map(request: Map, prog: str) -> int:
+    # The one book module the command line uses: the map of runs is the book's, and writing
+    # its README section needs neither torch nor mjlab.
+    from mjlab_microduck.book import results_map
+
+    try:
+        changed = results_map.update_readme(request.readme, request.results,
+                                            write=not request.check)  # fmt: skip
+    except (OSError, ValueError) as err:  # a missing file, an out-of-date map, a bad record
+        return refuse(prog, err)
+    if request.check:
+        if changed:
+            print(f"{request.readme}: the runs section differs from the records; "
+                  "`microduck records map` rewrites it", file=sys.stderr)  # fmt: skip
+            return 1
+        print(f"{request.readme}: the runs section matches the records")
+        return 0
+    print(f"{request.readme}: " + ("runs section rewritten" if changed else
+                                   "runs section already matches the records"))  # fmt: skip
+    return 0
+
+
 def main(argv: list[str] | None = None, prog: str = "microduck records") -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -154,4 +190,6 @@ def main(argv: list[str] | None = None, prog: str = "microduck records") -> int:
         return _publish(command, prog)
     if isinstance(command, ChapterTimes):
         return _chapter_times(command, prog)
+    if isinstance(command, Map):
+        return _map(command, prog)
     return _check(command.paths, verify=isinstance(command, Verify))
