@@ -137,3 +137,24 @@ def test_the_gait_preset_observes_its_clock_and_standing_earns_half_its_reward()
         assert torch.allclose(clock.norm(dim=-1), torch.ones(2), atol=1e-5)
     finally:
         env.close()
+
+
+def test_the_sharpened_walker_narrows_both_kernels_at_iteration_300():
+    from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
+    from mjlab_microduck.tasks.tuning import WALKER_NARROW, WALKER_SHARPENED
+
+    env = _env(num_envs=2, tuning=WALKER_SHARPENED)
+    try:
+        rewards = env.reward_manager
+        wide = [WALKER_SHARPENED.lin_vel_std_m_s, WALKER_SHARPENED.ang_vel_std_rad_s]
+        narrow = [WALKER_NARROW.lin_vel_std_m_s, WALKER_NARROW.ang_vel_std_rad_s]
+        for step, expected in ((299 * STEPS_PER_ENV, wide), (300 * STEPS_PER_ENV, narrow)):
+            env.common_step_counter = step
+            env.curriculum_manager.compute(env_ids=torch.arange(2))
+            widths = [
+                rewards.get_term_cfg(name).params["std"]
+                for name in ("track_linear_velocity", "track_angular_velocity")
+            ]
+            assert widths == pytest.approx(expected)
+    finally:
+        env.close()

@@ -207,6 +207,8 @@ def test_each_task_reaches_its_presets_terms_and_nothing_else():
         (4.0, 0.2, 4.0, wide_yaw, 3.0, *omni))
     assert figures(f"{TASK_ID}-WalkerNarrowTuning") == pytest.approx(
         (4.0, 0.15, 4.0, 0.3, 3.0, *omni))
+    # The sharpened walker starts with WALKER's kernels; its curriculum narrows them later.
+    assert figures(f"{TASK_ID}-WalkerSharpenedTuning") == figures(f"{TASK_ID}-WalkerTuning")
     # Each candidate changes forward tracking in what it names there, and in nothing else.
     undo = {
         "forward_straight": {"ang_vel_std_rad_s": wide_yaw},
@@ -214,6 +216,8 @@ def test_each_task_reaches_its_presets_terms_and_nothing_else():
         "walker_narrow": {"commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
                           "lin_vel_std_m_s": 0.2, "ang_vel_std_rad_s": wide_yaw,
                           "standing_stages": tuning.UPSTREAM_STANDING},
+        "walker_sharpened": {"commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
+                             "standing_stages": tuning.UPSTREAM_STANDING, "kernel_stages": ()},
     }
     for preset in tuning.CANDIDATE_PRESETS:
         back = replace(preset, name="forward_tracking", **undo[preset.name])

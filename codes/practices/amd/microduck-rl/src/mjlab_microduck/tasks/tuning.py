@@ -47,6 +47,15 @@ UPSTREAM_STANDING = (
 
 
 @dataclass(frozen=True)
+class KernelStage:
+    """From PPO iteration ``iteration`` on, the tracking kernels have these widths."""
+
+    iteration: int
+    lin_vel_std_m_s: float
+    ang_vel_std_rad_s: float
+
+
+@dataclass(frozen=True)
 class CommandRanges:
     """Uniform ranges the twist command is drawn from, in the robot's heading frame."""
 
@@ -90,6 +99,8 @@ class VelocityTuning:
             (``symmetry.py``): every sample also teaches its mirror image.
         standing_stages: the share of envs told to stand still (zero command), raised by
             curriculum.
+        kernel_stages: later widths of both tracking kernels (mjlab's ``reward_curriculum``);
+            empty keeps ``lin_vel_std_m_s`` and ``ang_vel_std_rad_s`` throughout.
     """
 
     name: str
@@ -106,6 +117,7 @@ class VelocityTuning:
     air_time_weight: float = 3.0
     mirror_symmetry: bool = False
     standing_stages: tuple[StandingStage, ...] = UPSTREAM_STANDING
+    kernel_stages: tuple[KernelStage, ...] = ()
 
     @property
     def task_suffix(self) -> str:
@@ -189,6 +201,18 @@ WALKER_NARROW = replace(
     standing_stages=(StandingStage(0, 0.10), StandingStage(1000, 0.15), StandingStage(1500, 0.20)),
 )
 
+# WALKER_NARROW's kernels in the other order: WALKER's wide kernels while the robot learns to
+# step and turn (every WALKER seed turned on command by iteration 300), the narrow ones from
+# then on to sharpen tracking and heading hold; WALKER_NARROW's standing envs from the start.
+WALKER_SHARPENED = replace(
+    WALKER,
+    name="walker_sharpened",
+    standing_stages=WALKER_NARROW.standing_stages,
+    kernel_stages=(
+        KernelStage(300, WALKER_NARROW.lin_vel_std_m_s, WALKER_NARROW.ang_vel_std_rad_s),
+    ),
+)
+
 DEFAULT_TUNING = FORWARD_TRACKING
 # Every preset also trains as its own task, ``<default task>-<task_suffix>``; the default's
 # recorded run was made with its own task, which builds the same environment as the default.
@@ -198,4 +222,4 @@ COMPARED_PRESETS = (BOOK, UPSTREAM, GAIT_SLOW, STEPPING, FORWARD_TRACKING, FORWA
 # forward-tracking policy turns off a straight command, which the wide yaw-rate kernel
 # (std sqrt(0.5) rad/s) barely charges.
 FORWARD_STRAIGHT = replace(FORWARD_TRACKING, name="forward_straight", ang_vel_std_rad_s=0.35)
-CANDIDATE_PRESETS = (FORWARD_STRAIGHT, WALKER, WALKER_NARROW)
+CANDIDATE_PRESETS = (FORWARD_STRAIGHT, WALKER, WALKER_NARROW, WALKER_SHARPENED)

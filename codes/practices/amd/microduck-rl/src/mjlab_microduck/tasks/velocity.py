@@ -97,6 +97,22 @@ def action_rate_stages(tuning: VelocityTuning) -> list[dict]:
     ]
 
 
+def kernel_curricula(tuning: VelocityTuning) -> dict[str, list[dict]]:
+    """The preset's later kernel widths per tracking reward, as ``reward_curriculum`` stages."""
+    if not tuning.kernel_stages:
+        return {}
+    return {
+        "track_linear_velocity": [
+            {"step": _iteration(stage.iteration), "params": {"std": stage.lin_vel_std_m_s}}
+            for stage in tuning.kernel_stages
+        ],
+        "track_angular_velocity": [
+            {"step": _iteration(stage.iteration), "params": {"std": stage.ang_vel_std_rad_s}}
+            for stage in tuning.kernel_stages
+        ],
+    }
+
+
 _LEG_STD_STANDING = {
     r".*_hip_yaw": 0.1,
     r".*_hip_roll": 0.05,
@@ -168,6 +184,11 @@ def microduck_flat_env_cfg(
             params={"reward_name": "action_rate_l2", "stages": action_rate_stages(tuning)},
         ),
     }
+    for reward_name, stages in kernel_curricula(tuning).items():
+        cfg.curriculum[f"{reward_name}_std"] = CurriculumTermCfg(
+            func=envs_mdp.reward_curriculum,
+            params={"reward_name": reward_name, "stages": stages},
+        )
 
     cfg.viewer.body_name = ROOT_BODY
     cfg.viewer.distance = 0.6
