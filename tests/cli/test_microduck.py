@@ -92,3 +92,48 @@ def test_a_tyro_error_panel_becomes_its_message_line():
     expected = "Error parsing --num-envs: invalid literal for int() with base 10: 'x'"
     assert _first_error_line(ascii_panel) == expected
     assert _first_error_line(boxed).startswith("Error parsing")
+
+
+def test_a_wrapped_coloured_or_bare_panel_is_still_its_whole_message():
+    from mjlab_microduck.cli._common import _first_error_line
+
+    expected = (
+        "invalid choice 'orbit' for argument '--camera'. Expected one of ('follow', 'fixed')."
+    )
+    framed = (
+        "\u256d\u2500 Invalid choice \u2500\u2500\u2500\u2500\u2500\u2500\u2500\u2500\u256e\n"
+        "\u2502 invalid choice 'orbit' for argument '--camera'. Expected one of ('follow', \u2502\n"
+        "\u2502 'fixed').                                                                  \u2502\n"
+        "\u2502 \u2500\u2500\u2500\u2500\u2500\u2500\u2500\u2500\u2500\u2500\u2500\u2500 \u2502\n"
+        "\u2502 For full helptext, run microduck replay --help                             \u2502\n"
+        "\u2570\u2500\u2500\u2500\u2500\u2500\u2500\u2500\u2500\u2500\u2500\u2500\u2500\u256f\n"
+    )
+    coloured = framed.replace("invalid choice", "\x1b[1m\x1b[31minvalid choice\x1b[0m")
+    coloured = "\x1b[31m" + coloured.replace("\u2502", "\x1b[31m\u2502\x1b[0m")
+    bare = (
+        " Invalid choice                                                              \n"
+        " --------------------------------------------------------------------------- \n"
+        "  invalid choice 'orbit' for argument '--camera'. Expected one of ('follow',  \n"
+        "  'fixed').                                                                   \n"
+        "  ---------------------------------------------------------------------------\n"
+        "  For full helptext, run microduck replay --help                              \n"
+        "                                                                              \n"
+    )
+    assert [_first_error_line(p) for p in (framed, coloured, bare)] == [expected] * 3
+
+
+def test_a_missing_required_argument_is_named_without_its_help():
+    from mjlab_microduck.cli._common import _first_error_line
+
+    bare = (
+        " Required options      \n"
+        " --------------------- \n"
+        "  Missing from microduck gait-test:         \n"
+        "      --checkpoint PATH                     \n"
+        "          Full or slim rsl_rl checkpoint.   \n"
+        "          (required)                        \n"
+        "  --------------------- \n"
+        "  For full helptext, run:                   \n"
+        "      microduck gait-test --help            \n"
+    )
+    assert _first_error_line(bare) == "missing required argument: --checkpoint PATH"

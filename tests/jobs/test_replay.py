@@ -34,6 +34,7 @@ import torch
 from mjlab_microduck.analysis import acceptance
 from mjlab_microduck.book import acceptance as book_acc
 from mjlab_microduck.book import results
+from mjlab_microduck.cli import replay as replay_cli
 from mjlab_microduck.compat import faults
 from mjlab_microduck.jobs import replay
 from mjlab_microduck.jobs.replay import ReplayError, ReplayRequest, compute_metrics
@@ -203,12 +204,12 @@ def test_bad_input_one_line_exit_2_nothing_written(
     checkpoint = MODEL_499 if case == "model_499" else bad_checkpoints / f"{case}.pt"
     out = tmp_path / "out"
     capfd.readouterr()
-    status = replay.main([str(checkpoint), "--out", str(out), "--frames", "5", *extra])
+    status = replay_cli.main([str(checkpoint), "--out", str(out), "--frames", "5", *extra])
     captured = capfd.readouterr()
     lines = _stderr_lines(captured.err)
     assert status == 2
     assert len(lines) == 1, lines
-    assert lines[0].startswith("microduck-replay: ")
+    assert lines[0].startswith("microduck replay: ")
     assert re.search(message, lines[0]), lines[0]
     assert not out.exists(), "no run directory may be created for bad input"
 
@@ -251,7 +252,7 @@ def test_cli_script_gives_one_line_for_a_checkpoint_that_does_not_fit(bad_checkp
     assert proc.returncode == 2
     lines = _stderr_lines(proc.stderr)
     assert len(lines) == 1, lines
-    assert lines[0].startswith("microduck-replay: checkpoint ")
+    assert lines[0].startswith("microduck replay: checkpoint ")
     assert "does not fit task Mjlab-Velocity-Flat-MicroDuck: size mismatch" in lines[0]
     assert not (tmp_path / "o").exists()
 

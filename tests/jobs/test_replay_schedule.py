@@ -26,6 +26,7 @@ import torch
 
 from mjlab_microduck.analysis import acceptance
 from mjlab_microduck.book import results
+from mjlab_microduck.cli import replay as replay_cli
 from mjlab_microduck.compat import faults
 from mjlab_microduck.jobs import replay
 from mjlab_microduck.jobs.replay import ReplayError, ReplayRequest
@@ -98,13 +99,13 @@ def test_unknown_camera_is_refused_before_anything_is_created(tmp_path):
 def test_cli_refuses_a_fixed_command_next_to_a_schedule(tmp_path, capfd):
     out = tmp_path / "out"
     capfd.readouterr()
-    status = replay.main(
+    status = replay_cli.main(
         [str(MODEL_1498), "--schedule", "walk_then_turn", "--lin-vel-x", "0.3", "--out", str(out)]
     )
     lines = [line for line in capfd.readouterr().err.splitlines() if line.strip()]
     assert status == 2
     assert lines == [
-        "microduck-replay: --schedule sets the command; leave out --lin-vel-x, --lin-vel-y "
+        "microduck replay: --schedule sets the command; leave out --lin-vel-x, --lin-vel-y "
         "and --ang-vel-z"
     ]
     assert not out.exists()
@@ -118,7 +119,7 @@ def test_cli_schedule_and_camera_reach_the_request(monkeypatch, tmp_path):
         raise ReplayError("stop here")
 
     monkeypatch.setattr(replay, "run", fake_run)
-    status = replay.main(
+    status = replay_cli.main(
         [str(MODEL_1498), "--schedule", "walk_then_turn", "--camera", "fixed",
          "--out", str(tmp_path)]
     )  # fmt: skip
@@ -129,12 +130,14 @@ def test_cli_schedule_and_camera_reach_the_request(monkeypatch, tmp_path):
         500,
         "fixed",
     )
-    replay.main([str(MODEL_1498), "--frames", "7", "--lin-vel-x", "0.3", "--out", str(tmp_path)])
+    replay_cli.main(
+        [str(MODEL_1498), "--frames", "7", "--lin-vel-x", "0.3", "--out", str(tmp_path)]
+    )
     request = seen["request"]
     assert (request.schedule, request.frames, request.lin_vel_x, request.camera) == (
         None, 7, 0.3, "follow"
     )  # fmt: skip
-    replay.main([str(MODEL_1498), "--out", str(tmp_path)])
+    replay_cli.main([str(MODEL_1498), "--out", str(tmp_path)])
     assert (seen["request"].frames, seen["request"].lin_vel_x) == (200, 0.15)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from mjlab_microduck.cli import contact_check as contact_check_cli
 from mjlab_microduck.compat import faults
 from mjlab_microduck.runtime import contact_check
 from mjlab_microduck.runtime.contact_check import ContactCheckResult, run_contact_check
@@ -112,34 +113,37 @@ def test_cli_fault_prints_values_and_exits_one():
 
 
 def test_main_require_hip_refuses_cpu_with_one_line(capsys):
-    assert contact_check.main(["--device", "cpu", "--require-hip"]) == 2
+    assert contact_check_cli.main(["--device", "cpu", "--require-hip"]) == 2
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("refused") and "not a HIP device" in lines[0]
+    assert len(lines) == 1 and "not a HIP device" in lines[0]
+    assert lines[0].startswith("microduck contact-check: --require-hip but Warp device cpu")
     assert captured.out == ""
 
 
 def test_main_unknown_device_is_one_clear_line(capsys):
-    assert contact_check.main(["--device", "cuda:7"]) == 2
+    assert contact_check_cli.main(["--device", "cuda:7"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: Warp device 'cuda:7'")
+    assert len(lines) == 1
+    assert lines[0].startswith("microduck contact-check: Warp device 'cuda:7' is not available")
 
 
 def test_main_malformed_device_is_the_same_line_as_everywhere(capsys):
-    assert contact_check.main(["--device", "gpu0"]) == 2
+    assert contact_check_cli.main(["--device", "gpu0"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines == [
-        "error: device 'gpu0': expected cpu, cuda or cuda:N (ROCm torch also says cuda)"
+        "microduck contact-check: device 'gpu0': expected cpu, cuda or cuda:N (ROCm torch also "
+        "says cuda)"
     ]
 
 
 def test_main_rejects_nonpositive_steps(capsys):
-    assert contact_check.main(["--steps", "0"]) == 2
-    assert capsys.readouterr().err.startswith("error: --steps must be >= 1")
+    assert contact_check_cli.main(["--steps", "0"]) == 2
+    assert capsys.readouterr().err.startswith("microduck contact-check: --steps must be >= 1")
 
 
 def test_main_prints_the_verdict_line(capsys):
-    assert contact_check.main(["--device", "cpu"]) == 0
+    assert contact_check_cli.main(["--device", "cpu"]) == 0
     line = capsys.readouterr().out.strip().splitlines()[-1]
     assert line.startswith("PASS final_z=0.04") and "max_contacts=1" in line
 

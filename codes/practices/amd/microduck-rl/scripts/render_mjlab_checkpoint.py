@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Replay a checkpoint in its training environment (thin CLI over ``mjlab_microduck.jobs.replay``).
+"""Replay a checkpoint in its training environment (thin CLI: ``microduck replay``).
 
 One env, fixed seed and command, N frames; writes ``trajectory.csv``, an H.264 ``replay.mp4``
 and a ``record.json`` with the metrics into a new run directory under ``--out``. Bad input
@@ -10,7 +10,7 @@ prints one line on stderr, exits 2 and writes nothing.
         --lin-vel-x 0.15 --frames 200 --seed 42 --out logs/replays
 """
 
-from mjlab_microduck.jobs.replay import main
+from mjlab_microduck.cli.replay import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

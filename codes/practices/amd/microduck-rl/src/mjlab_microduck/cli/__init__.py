@@ -21,7 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "train a MicroDuck task with mjlab/rsl_rl and write a run record",
     ),
     "replay": (
-        "mjlab_microduck.jobs.replay:main",
+        "mjlab_microduck.cli.replay:main",
         "replay a checkpoint under a fixed command; trajectory, metrics, video",
     ),
     "gait-test": (
@@ -41,7 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "check the installed GPU stack and fail closed on a broken one",
     ),
     "contact-check": (
-        "mjlab_microduck.runtime.contact_check:main",
+        "mjlab_microduck.cli.contact_check:main",
         "drop a sphere with MuJoCo Warp and check that it lands",
     ),
     "probe": (

@@ -15,9 +15,15 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-# The frame of tyro's (rich) error panels: box-drawing characters on a terminal, ASCII ones
-# (| + -) when stderr is a file or a pipe.
-_FRAME = re.compile(r"^[\s|+\-\u2500-\u257f]+|[\s|+\-\u2500-\u257f]+$")
+# tyro's error panels come in two layouts. With UTF-8 output (or the ASCII panels of older
+# versions) they are framed: a top border holding the title, content lines between side bars,
+# a bottom border. Otherwise they are bare: the title on the first line, then a rule, then the
+# content indented by two spaces. Either way a rule (dashes) separates the content's sections,
+# and colours and bold (on a terminal) are escape codes.
+_CORNERS = "\u256d\u2570\u250c\u2514+"
+_SIDES = "\u2502|"
+_RULE = set("\u2500-")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 class Refused(Exception):
@@ -29,11 +35,51 @@ def refuse(prog: str, message: object) -> int:
     return 2
 
 
+def _panel_sections(panel: str) -> list[list[tuple[int, str]]]:
+    """The content of a tyro error panel: its sections (split at rules and blank lines), each a
+    list of ``(indent, text)`` lines, without the frame and the title."""
+    lines = [line.rstrip() for line in _ANSI.sub("", panel).splitlines()]
+    lines = lines[next((i for i, line in enumerate(lines) if line.strip()), len(lines)) :]
+    framed = bool(lines) and lines[0].lstrip()[:1] in _CORNERS
+    sections: list[list[tuple[int, str]]] = []
+    current: list[tuple[int, str]] = []
+    for line in lines if framed else lines[1:]:  # a bare panel's first line is its title
+        if framed:
+            line = line.strip()
+            if line[:1] in _CORNERS:  # the top border (with the title) or the bottom one
+                continue
+            line = line[1:] if line[:1] in _SIDES else line
+            line = line[:-1] if line[-1:] in _SIDES else line
+            line = line.rstrip()
+            margin = 1
+        else:
+            margin = 2
+        line = line[margin:] if line[:margin].isspace() else line
+        text = line.strip()
+        if not text or set(text) <= _RULE:
+            if current:
+                sections.append(current)
+            current = []
+            continue
+        current.append((len(line) - len(line.lstrip()), text))
+    if current:
+        sections.append(current)
+    return sections
+
+
 def _first_error_line(panel: str) -> str:
-    lines = [_FRAME.sub("", line) for line in panel.splitlines()]
-    lines = [line for line in lines if line]
-    # The panel is: title ("Value error", "Parsing error", ...), then the message.
-    return lines[1] if len(lines) > 1 else (lines[0] if lines else "invalid arguments")
+    """A tyro error panel's message as one line: its first section, wrapped lines joined; for a
+    missing required argument, the arguments' names (not their help)."""
+    sections = _panel_sections(panel)
+    if not sections:
+        return "invalid arguments"
+    first = sections[0]
+    if first[0][1].startswith("Missing from"):
+        names = [text for indent, text in first[1:] if indent <= 4]
+        if names:
+            plural = "s" if len(names) > 1 else ""
+            return f"missing required argument{plural}: {', '.join(names)}"
+    return " ".join(text for _, text in first)
 
 
 def parse(cls: type[T], argv: list[str], prog: str, default: T | None = None, **kwargs) -> T:

@@ -35,26 +35,30 @@ record) or does not exist.
 Shadows: MuJoCo renders shadows with an extra depth pass per light. Under OSMesa (software
 rendering on a CPU) that triples the time per frame, so ``shadows=None`` (the default) turns
 them off there and keeps them on with EGL.
+
+Command line: ``microduck replay`` (:mod:`mjlab_microduck.cli.replay`) parses the options of
+:class:`ReplayCli` and turns them into a request and a run name with :func:`request_from_cli`,
+which refuses what it can see without the environment before mjlab is imported or anything is
+written.
 """
 
 from __future__ import annotations
 
-import argparse
 import bisect
 import math
 import os
 import re
 import shutil
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
+import tyro
 
 from mjlab_microduck.analysis.acceptance import FELL_TRUNK_Z_M, FELL_UPRIGHT
 from mjlab_microduck.jobs import recording
@@ -78,10 +82,12 @@ WALK_THEN_TURN: tuple[Segment, ...] = ((0.0, 0.2, 0.0, 0.0), (5.0, 0.15, 0.0, 0.
 0.5 rad/s (143 degrees commanded), both inside the command ranges FORWARD_TRACKING trained on.
 Whether a policy followed it is in the record's ``segment_<i>_mean_wz_b_radps``."""
 WALK_THEN_TURN_FRAMES = 500
-SCHEDULES: dict[str, tuple[tuple[Segment, ...], int]] = {
+ScheduleName = Literal["walk_then_turn"]
+SCHEDULES: dict[ScheduleName, tuple[tuple[Segment, ...], int]] = {
     "walk_then_turn": (WALK_THEN_TURN, WALK_THEN_TURN_FRAMES),
 }
-"""Named schedules for the CLI: segments and the frames (at 50 Hz) they are meant for."""
+"""Named schedules for the CLI (``--schedule``, one of :data:`ScheduleName`): segments and the
+frames (at 50 Hz) they are meant for."""
 
 
 class ReplayError(Exception):
@@ -659,58 +665,81 @@ def walker_video(
     return run(request, out_root, name, progress=progress)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="microduck-replay", description="Replay a checkpoint: metrics, MP4 and a run record."
-    )
-    parser.add_argument("checkpoint", type=Path)
-    parser.add_argument("--task", default=ReplayRequest.task)
-    parser.add_argument(
-        "--frames", type=int, default=None,
-        help=f"control steps at 50 Hz (default: {ReplayRequest.frames}, or the schedule's own)",
-    )  # fmt: skip
-    parser.add_argument("--seed", type=int, default=42)
+# --------------------------------------------------------------------------- CLI
+
+
+@dataclass(frozen=True)
+class ReplayCli:
+    """Replay a checkpoint: metrics, MP4 and a run record."""
+
+    checkpoint: tyro.conf.Positional[Annotated[Path, tyro.conf.arg(metavar="CHECKPOINT")]]
+    """Full or slim rsl_rl checkpoint (``actor_state_dict`` inside)."""
+    task: str = ReplayRequest.task
+    """a registered mjlab task (``list-envs`` lists them)"""
+    frames: Annotated[
+        tyro.conf.DisallowNone[int | None],
+        tyro.conf.arg(help_behavior_hint="(default: 200, or the schedule's own)"),
+    ] = None
+    """control steps at 50 Hz"""
+    seed: int = ReplayRequest.seed
+    """env and torch seed"""
     # None marks "not given", so a fixed command next to --schedule can be refused.
-    parser.add_argument("--lin-vel-x", type=float, default=None, help="default 0.15")
-    parser.add_argument("--lin-vel-y", type=float, default=None, help="default 0")
-    parser.add_argument("--ang-vel-z", type=float, default=None, help="default 0")
-    parser.add_argument(
-        "--schedule", choices=sorted(SCHEDULES), default=None,
-        help="a named command schedule instead of one fixed command",
-    )  # fmt: skip
-    parser.add_argument(
-        "--camera", choices=CAMERAS, default="follow",
-        help="follow the trunk (default) or look at its starting point",
-    )  # fmt: skip
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--no-video", action="store_true")
-    parser.add_argument("--gif", action="store_true", help="also write a GIF")
-    parser.add_argument("--width", type=int, default=ReplayRequest.width)
-    parser.add_argument("--height", type=int, default=ReplayRequest.height)
-    parser.add_argument(
-        "--shadows", action=argparse.BooleanOptionalAction, default=None,
-        help="render shadows (default: on with EGL, off with OSMesa)",
-    )  # fmt: skip
-    parser.add_argument("--frozen-broadphase", action="store_true", help="chapter 7 fault")
-    parser.add_argument("--out", type=Path, default=Path("logs/replays"))
-    parser.add_argument("--name", default=None, help="run name (default: checkpoint stem)")
-    return parser
+    lin_vel_x: Annotated[
+        tyro.conf.DisallowNone[float | None], tyro.conf.arg(help_behavior_hint="(default: 0.15)")
+    ] = None
+    """commanded forward velocity, m/s"""
+    lin_vel_y: Annotated[
+        tyro.conf.DisallowNone[float | None], tyro.conf.arg(help_behavior_hint="(default: 0)")
+    ] = None
+    """commanded sideways velocity, m/s"""
+    ang_vel_z: Annotated[
+        tyro.conf.DisallowNone[float | None], tyro.conf.arg(help_behavior_hint="(default: 0)")
+    ] = None
+    """commanded yaw rate, rad/s"""
+    schedule: Annotated[
+        tyro.conf.DisallowNone[ScheduleName | None],
+        tyro.conf.arg(help_behavior_hint="(default: one fixed command)"),
+    ] = None
+    """a named command schedule instead of one fixed command"""
+    camera: Camera = ReplayRequest.camera
+    """follow the trunk or look at its starting point"""
+    device: str = ReplayRequest.device
+    """cpu, cuda or cuda:N (ROCm torch also says cuda)"""
+    video: bool = ReplayRequest.video
+    """render the H.264 MP4 (--no-video: trajectory and record only)"""
+    gif: bool = ReplayRequest.gif
+    """also write a GIF"""
+    width: int = ReplayRequest.width
+    """video width in pixels"""
+    height: int = ReplayRequest.height
+    """video height in pixels"""
+    shadows: Annotated[
+        tyro.conf.DisallowNone[bool | None],
+        tyro.conf.arg(help_behavior_hint="(default: on with EGL, off with OSMesa)"),
+    ] = None
+    """render shadows"""
+    frozen_broadphase: bool = ReplayRequest.frozen_broadphase
+    """fault injection: reuse the first step's broadphase list (chapter 7)"""
+    out: Path = Path("logs/replays")
+    """where the run folder is made"""
+    name: Annotated[
+        tyro.conf.DisallowNone[str | None],
+        tyro.conf.arg(help_behavior_hint="(default: replay_<checkpoint stem>)"),
+    ] = None
+    """run name"""
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    import mjlab_microduck.tasks  # noqa: F401  (hooks first, then task registration)
-
+def request_from_cli(args: ReplayCli) -> tuple[ReplayRequest, str]:
+    """The replay and run name ``microduck replay`` asks for; a one-line :class:`ReplayError`
+    for what is wrong without building the environment (a fixed command next to a schedule,
+    frames, video size, device, run name). Nothing is created."""
     fixed = (args.lin_vel_x, args.lin_vel_y, args.ang_vel_z)
     schedule, frames = None, ReplayRequest.frames
     if args.schedule is not None:
         if any(v is not None for v in fixed):
-            print(
-                "microduck-replay: --schedule sets the command; leave out --lin-vel-x, "
-                "--lin-vel-y and --ang-vel-z",
-                file=sys.stderr,
+            raise ReplayError(
+                "--schedule sets the command; leave out --lin-vel-x, --lin-vel-y and --ang-vel-z"
             )
-            return 2
         schedule, frames = SCHEDULES[args.schedule]
     defaults = (ReplayRequest.lin_vel_x, ReplayRequest.lin_vel_y, ReplayRequest.ang_vel_z)
     vx, vy, wz = (d if v is None else v for v, d in zip(fixed, defaults, strict=True))
@@ -718,24 +747,24 @@ def main(argv: list[str] | None = None) -> int:
         checkpoint=args.checkpoint, task=args.task,
         frames=frames if args.frames is None else args.frames, seed=args.seed,
         lin_vel_x=vx, lin_vel_y=vy, ang_vel_z=wz,
-        device=args.device, video=not args.no_video, gif=args.gif,
+        device=args.device, video=args.video, gif=args.gif,
         width=args.width, height=args.height, frozen_broadphase=args.frozen_broadphase,
         shadows=args.shadows, schedule=schedule, camera=args.camera,
     )  # fmt: skip
     # The default name comes from the file name, which may hold any character.
     name = args.name or re.sub(r"[^A-Za-z0-9._-]", "_", f"replay_{args.checkpoint.stem}")
     try:
-        run_dir, record = run(request, args.out, name)
-    except ReplayError as err:
-        print(f"microduck-replay: {err}", file=sys.stderr)
-        return 2
+        names.check_run_name(name)
+    except ValueError as err:
+        raise ReplayError(str(err)) from None
+    validate(request)
+    return request, name
+
+
+def summary_line(run_dir: Path, record) -> str:
+    """The line ``microduck replay`` prints when the replay is written."""
     summary = record.summary
-    print(
+    return (
         f"done_count={summary['done_count']} min_trunk_z_m={summary['min_trunk_z_m']:.4f} "
         f"mean_forward_velocity_mps={summary['mean_forward_velocity_mps']:.4f} -> {run_dir}"
     )
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -14,7 +14,8 @@ Runs on any Warp device (``cpu``, ``cuda:0``; a HIP device with the ROCm fork). 
 hooks are installed first, so on ROCm this checks the *fixed* stack. ``frozen_broadphase=True``
 turns on the fault injection of :mod:`mjlab_microduck.compat.faults` and must make the check fail.
 
-CLI (``microduck contact-check`` or ``scripts/check_rocm_contacts.py``)::
+CLI (``microduck contact-check`` or ``scripts/check_rocm_contacts.py``; the options are the
+fields of :class:`ContactCheckRequest`)::
 
     microduck contact-check --device cpu            # exit 0 pass, 1 fail
     microduck contact-check --device cuda:0 --require-hip   # exit 2 unless cuda:0 is HIP
@@ -23,10 +24,7 @@ CLI (``microduck contact-check`` or ``scripts/check_rocm_contacts.py``)::
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from mjlab_microduck.runtime import backend
 from mjlab_microduck.runtime.backend import DeviceError
@@ -174,61 +172,54 @@ def run_contact_check(
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="microduck-contact-check",
-        description="Drop a 5 cm sphere from 0.2 m onto a plane with MuJoCo Warp; pass when it "
-        "lands (>=1 contact, final z in [0.045, 0.055] m).",
-    )
-    parser.add_argument("--device", default="cpu", help="Warp device, e.g. cpu or cuda:0")
-    parser.add_argument("--steps", type=int, default=DEFAULT_STEPS, help="steps of 0.005 s")
-    parser.add_argument(
-        "--require-hip",
-        action="store_true",
-        help="refuse (exit 2) unless the device is a HIP device of the ROCm Warp fork",
-    )
-    parser.add_argument(
-        "--frozen-broadphase",
-        action="store_true",
-        help="inject the frozen-broadphase fault (the check must then fail)",
-    )
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    parser.add_argument(
-        "--verbose", action="store_true", help="let Warp log module loads and compilation"
-    )
-    return parser
+@dataclass(frozen=True)
+class ContactCheckRequest:
+    """Drop a 5 cm sphere from 0.2 m onto a plane with MuJoCo Warp; pass when it lands (>=1
+    contact, final z in [0.045, 0.055] m). Exit 0 pass, 1 fail, 2 refused or bad input."""
+
+    device: str = "cpu"
+    """Warp device, e.g. cpu or cuda:0"""
+    steps: int = DEFAULT_STEPS
+    """steps of 0.005 s"""
+    require_hip: bool = False
+    """refuse (exit 2) unless the device is a HIP device of the ROCm Warp fork"""
+    frozen_broadphase: bool = False
+    """inject the frozen-broadphase fault (the check must then fail)"""
+    json: bool = False
+    """print the result as JSON"""
+    verbose: bool = False
+    """let Warp log module loads and compilation"""
+
+    def check(self) -> None:
+        """Refuse what can be seen without Warp (``ValueError``, one line)."""
+        if self.steps < 1:
+            raise ValueError(f"--steps must be >= 1, got {self.steps}")
+        backend.parse_device(self.device)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.steps < 1:
-        print(f"error: --steps must be >= 1, got {args.steps}", file=sys.stderr)
-        return 2
+def check_request(request: ContactCheckRequest) -> None:
+    """Refuse a request before the drop: the steps and the device's spelling, then whether
+    this machine's Warp has the device and, with ``require_hip``, whether it is a HIP device.
+    Each refusal is one ``ValueError`` line (:class:`DeviceError` for the device).
+
+    Warp's logging is set here (quiet unless ``verbose``), before Warp first initialises:
+    mjlab switches it on at import, and the verdict should stay one readable line.
+    """
+    request.check()
     import warp as wp
 
     from mjlab_microduck.compat import _hook
 
-    # mjlab switches Warp's logging on at import; keep the one-line verdict readable.
-    wp.config.quiet = not args.verbose
-    try:
-        device = resolve_device(args.device)
-    except DeviceError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.require_hip and not _hook.device_is_hip(device):
-        print(
-            f"refused: --require-hip but Warp device {device.alias} is not a HIP device "
-            "(needs the ROCm Warp fork on an AMD GPU)",
-            file=sys.stderr,
+    wp.config.quiet = not request.verbose
+    device = resolve_device(request.device)
+    if request.require_hip and not _hook.device_is_hip(device):
+        raise DeviceError(
+            f"--require-hip but Warp device {device.alias} is not a HIP device "
+            "(needs the ROCm Warp fork on an AMD GPU)"
         )
-        return 2
-    result = run_contact_check(args.device, args.steps, args.frozen_broadphase)
-    if args.json:
-        print(json.dumps(asdict(result), sort_keys=True))
-    else:
-        print(result.line())
-    return 0 if result.passed else 1
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def run_request(request: ContactCheckRequest) -> ContactCheckResult:
+    """:func:`check_request`, then the drop the request asks for."""
+    check_request(request)
+    return run_contact_check(request.device, request.steps, request.frozen_broadphase)
