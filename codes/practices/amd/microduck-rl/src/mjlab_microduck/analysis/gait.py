@@ -36,6 +36,22 @@ MIN_HEADING_SPEED_RATIO = 0.8
 """Walk-and-turn: mean speed along the commanded direction (heading frame) over the command."""
 PUSH_TIME_S = 4.0
 """When the push case's shove comes."""
+
+HEADING_MODE = "heading"
+"""The verdict's mode: a case without a yaw command walks a straight line through mjlab's heading
+command (the yaw-rate command set every step to ``clip(stiffness * wrap(target - heading))``,
+target = the robot's start heading), as mjlab and Isaac Lab train and play their walkers; turning
+cases command their yaw rate."""
+OPEN_LOOP_MODE = "open_loop"
+"""Measured beside the verdict: the yaw-rate command held at 0, so a robot's own yaw bias (its
+randomised friction, centre of mass and masses) shows as heading drift."""
+MODES = (HEADING_MODE, OPEN_LOOP_MODE)
+HEADING_CONTROL_STIFFNESS = 0.5
+"""mjlab's ``heading_control_stiffness`` of its velocity tasks, rad/s per rad of heading error."""
+OPEN_LOOP_MAX_MEDIAN_HEADING_CHANGE_RAD = 0.3
+"""Open loop, per case: the median robot turns by at most 0.3 rad in 10 s."""
+OPEN_LOOP_MAX_WORST_HEADING_CHANGE_RAD = 0.6
+"""Open loop, per case: the worst robot turns by at most 0.6 rad in 10 s."""
 _EPS = 1e-9
 # A value equal to its threshold passes; the margin absorbs float rounding of derived values
 # (0.8 * 0.15 is 0.12000000000000001).
@@ -117,6 +133,20 @@ CASES: tuple[GaitCase, ...] = (
     GaitCase("push", 0.15, 0.0, 0.0, push_mps=0.3),
 )
 CASE_BY_NAME: dict[str, GaitCase] = {case.name: case for case in CASES}
+
+
+def cases_of_mode(cases: tuple[GaitCase, ...], mode: str) -> tuple[GaitCase, ...]:
+    """The cases a mode runs: every case steered by heading, the zero-yaw ones open loop."""
+    if mode == HEADING_MODE:
+        return cases
+    if mode == OPEN_LOOP_MODE:
+        return tuple(c for c in cases if c.ang_vel_z == 0.0)
+    raise ValueError(f"unknown gait-test mode {mode!r}; known: {', '.join(MODES)}")
+
+
+def steers_heading(case: GaitCase, mode: str) -> bool:
+    """True where the heading command sets the yaw rate: zero-yaw cases in heading mode."""
+    return mode == HEADING_MODE and case.ang_vel_z == 0.0
 
 
 def push_sign(robot: int) -> float:
@@ -415,10 +445,46 @@ def _case_failures(seed, case: GaitCase, group: pd.DataFrame) -> list[str]:
     return out
 
 
+def verdict_rows(robots: pd.DataFrame) -> pd.DataFrame:
+    """The rows the pass rule judges: heading mode where a ``mode`` column says which mode each
+    row ran in; all rows of a table without one (every case then held its yaw-rate command)."""
+    if "mode" not in robots.columns:
+        return robots
+    return robots[robots["mode"] == HEADING_MODE]
+
+
+def open_loop_drift(robots: pd.DataFrame) -> pd.DataFrame:
+    """Per case run open loop: the median and worst robot's |heading change| over every seed,
+    and whether each is within its limit. Not part of the verdict; empty without such rows."""
+    columns = ["case", "label", "robots", "median_abs_heading_change_rad",
+               "max_abs_heading_change_rad", "median_within", "worst_within"]  # fmt: skip
+    if "mode" not in robots.columns:
+        return pd.DataFrame(columns=columns)
+    rows = []
+    open_loop = robots[robots["mode"] == OPEN_LOOP_MODE]
+    for name, group in open_loop.groupby("case", sort=False):
+        change = group["heading_change_rad"].abs().fillna(np.inf)
+        median, worst = float(change.median()), float(change.max())
+        rows.append({
+            "case": name,
+            "label": case_of_rows(group).label,
+            "robots": len(group),
+            "median_abs_heading_change_rad": median,
+            "max_abs_heading_change_rad": worst,
+            "median_within": median <= OPEN_LOOP_MAX_MEDIAN_HEADING_CHANGE_RAD + _EPS,
+            "worst_within": worst <= OPEN_LOOP_MAX_WORST_HEADING_CHANGE_RAD + _EPS,
+        })  # fmt: skip
+    order = {c.name: i for i, c in enumerate(CASES)}
+    frame = pd.DataFrame(rows, columns=columns)
+    return frame.sort_values("case", key=lambda s: s.map(order)).reset_index(drop=True)
+
+
 def verdict(robots: pd.DataFrame) -> GaitVerdict:
     """Apply the pass rule to every seed and case of ``robots`` (rows of :func:`robot_metrics`
-    with a ``seed`` column). The table has one row per case: each number is the value of its
-    worst seed, ``terminations`` the total over seeds."""
+    with a ``seed`` column; of heading mode only, see :func:`verdict_rows`). The table has one
+    row per case: each number is the value of its worst seed, ``terminations`` the total over
+    seeds."""
+    robots = verdict_rows(robots)
     if robots.empty:
         raise ValueError("the gait verdict needs at least one robot")
     failures: list[str] = []

@@ -256,9 +256,7 @@ class CiBuild:
         return int(cores) if cores is not None else None
 
 
-def ci_build(
-    results_root: str | Path | None = None, name: str = CI_BUILD_RECORD
-) -> CiBuild | None:
+def ci_build(results_root: str | Path | None = None, name: str = CI_BUILD_RECORD) -> CiBuild | None:
     """The published ``book_build`` record ``name`` (None when there is none yet)."""
     where = _results_root(results_root) / name
     if not (where / records.RECORD_FILENAME).is_file():
@@ -270,7 +268,7 @@ def ci_build(
         raise ValueError(f"{name}: a {record.provenance.profile} build on "
                          f"{record.provenance.backend}, not a ci build on a CPU")  # fmt: skip
     seconds = {
-        key[len(CI_SECONDS_PREFIX):]: float(value)
+        key[len(CI_SECONDS_PREFIX) :]: float(value)
         for key, value in record.summary.items()
         if key.startswith(CI_SECONDS_PREFIX) and isinstance(value, (int, float))
     }

@@ -89,8 +89,9 @@ def _unique(names: Iterable[str]) -> tuple[str, ...]:
 
 
 # The default preset's first, as the chapters show it first.
-ALL_PRESET_RUNS = _unique((*preset_runs(DEFAULT_PRESET_PREFIX),
-                           *(n for p in PRESET_PREFIXES for n in preset_runs(p))))
+ALL_PRESET_RUNS = _unique(
+    (*preset_runs(DEFAULT_PRESET_PREFIX), *(n for p in PRESET_PREFIXES for n in preset_runs(p)))
+)
 VIDEO_RUN = "cpu_walker_video_s42_model_550"
 FRONT_PAGE_RUNS = _unique((
     chapter_times.CI_BUILD_RECORD,
@@ -198,10 +199,12 @@ class Coverage:
     @property
     def problems(self) -> list[str]:
         out = []
-        for label, items in (("read by no chapter and not in UNREAD", self.orphans),
-                             ("pattern matching no folder", self.empty),
-                             ("matched by two patterns of one page", self.doubled),
-                             ("read by a chapter but listed in UNREAD", self.read_and_unread)):
+        for label, items in (
+            ("read by no chapter and not in UNREAD", self.orphans),
+            ("pattern matching no folder", self.empty),
+            ("matched by two patterns of one page", self.doubled),
+            ("read by a chapter but listed in UNREAD", self.read_and_unread),
+        ):
             out += [f"{label}: {item}" for item in items]  # fmt: skip
         return out
 
@@ -352,7 +355,7 @@ def row(pattern: str, frame: pd.DataFrame) -> dict[str, str]:
     if found.empty:
         raise FileNotFoundError(f"no folder matches {pattern!r}")
     if not _is_pattern(pattern):
-        (_, one), = found.iterrows()
+        ((_, one),) = found.iterrows()
         checkpoint = one["checkpoint"]
         size = f"{checkpoint}, {one['size']}" if isinstance(checkpoint, str) else one["size"]
         rec = one["record"]
@@ -387,15 +390,28 @@ def stacks_text(frame: pd.DataFrame) -> list[str]:
     groups: dict[tuple, list[records.RunRecord]] = {}
     for rec in filter(_is_record, frame["record"]):
         p = rec.provenance
-        versions = tuple(sorted(p.versions.items(), key=lambda kv: (
-            VERSION_ORDER.index(kv[0]) if kv[0] in VERSION_ORDER else len(VERSION_ORDER), kv[0])))
+        versions = tuple(
+            sorted(
+                p.versions.items(),
+                key=lambda kv: (
+                    VERSION_ORDER.index(kv[0]) if kv[0] in VERSION_ORDER else len(VERSION_ORDER),
+                    kv[0],
+                ),
+            )
+        )
         key = (p.backend, p.device_name, p.driver_version, p.runtime_version, versions)
         groups.setdefault(key, []).append(rec)
     lines = []
     for (backend, device, driver, runtime, versions), recs in groups.items():
-        where = device if backend == "cpu" else ", ".join(
-            [device] + ([f"driver {driver}"] if driver else [])
-            + ([f"{tables.RUNTIME_NAMES.get(backend, backend)} {runtime}"] if runtime else []))
+        where = (
+            device
+            if backend == "cpu"
+            else ", ".join(
+                [device]
+                + ([f"driver {driver}"] if driver else [])
+                + ([f"{tables.RUNTIME_NAMES.get(backend, backend)} {runtime}"] if runtime else [])
+            )
+        )
         stack = ", ".join(f"{k} {v}" for k, v in versions if v is not None)
         dates = dates_text(r.started_at[:10] for r in recs)
         lines.append(f"- {len(recs)} run records on {where} ({backend}): {stack}; "
@@ -449,7 +465,7 @@ def section(text: str) -> str:
     """The generated section of a README: the lines between its markers."""
     begin, end = _markers(text)
     lines = text.splitlines(keepends=True)
-    return "".join(lines[begin + 1:end]).strip("\n") + "\n"
+    return "".join(lines[begin + 1 : end]).strip("\n") + "\n"
 
 
 def replace_section(text: str, body: str) -> str:
@@ -458,7 +474,7 @@ def replace_section(text: str, body: str) -> str:
     begin, end = _markers(text)
     lines = text.splitlines(keepends=True)
     middle = "\n" + body.strip("\n") + "\n\n"
-    return "".join(lines[:begin + 1]) + middle + "".join(lines[end:])
+    return "".join(lines[: begin + 1]) + middle + "".join(lines[end:])
 
 
 def readme_path(results_root: str | Path | None = None) -> Path:

@@ -105,9 +105,7 @@ class SeedRun:
         raise FileNotFoundError(f"seed {self.seed}: model_{iteration}.pt is not published")
 
 
-def seed_run(
-    seed: int, results_root: str | Path | None = None, recipe: Recipe = WALKER
-) -> SeedRun:
+def seed_run(seed: int, results_root: str | Path | None = None, recipe: Recipe = WALKER) -> SeedRun:
     root = _results_root(results_root)
     stages = []
     for stage in recipe.stages:
@@ -169,9 +167,7 @@ def case_table(verdict: dict) -> pd.DataFrame:
 def progress_frame(runs: list[SeedRun]) -> pd.DataFrame:
     """Every gait-tested checkpoint of ``runs`` in one frame: recipe, seed, then the columns of
     :meth:`SeedRun.progress` (iteration, minutes, one per skill, walker, failed conditions)."""
-    frames = [
-        run.progress().assign(recipe=run.recipe.name, seed=run.seed) for run in runs
-    ]
+    frames = [run.progress().assign(recipe=run.recipe.name, seed=run.seed) for run in runs]
     frame = pd.concat(frames, ignore_index=True)
     return frame[["recipe", "seed", *frames[0].columns.drop(["recipe", "seed"])]]
 

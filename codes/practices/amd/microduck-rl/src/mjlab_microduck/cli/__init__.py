@@ -28,6 +28,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "mjlab_microduck.cli.gait_test:main",
         "run the gait test on a checkpoint and write its record",
     ),
+    "gait-watch": (
+        "mjlab_microduck.cli.gait_watch:main",
+        "gait-test the checkpoints of running trainings as they are saved",
+    ),
     "recipe": (
         "mjlab_microduck.cli.recipe:main",
         "regenerate every recorded result of the book into logs/results/",
@@ -50,8 +54,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "records": (
         "mjlab_microduck.cli.records:main",
-        "validate, verify, publish or map run records; print their schema; record chapter "
-        "times",
+        "validate, verify, publish or map run records; print their schema; record chapter times",
     ),
 }
 

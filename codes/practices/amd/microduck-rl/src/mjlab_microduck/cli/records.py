@@ -143,8 +143,10 @@ def _chapter_times(request: ChapterTimes, prog: str) -> int:
         return refuse(prog, err)
     for chapter in record.config["chapters"]:
         print(f"{chapter}: {record.summary[book_build.SECONDS_PREFIX + chapter]:.1f} s")
-    print(f"recorded: {Path(request.out) / 'record.json'} ({record.provenance.machine_label}, "
-          f"commit {record.provenance.git_commit[:12]})")
+    print(
+        f"recorded: {Path(request.out) / 'record.json'} ({record.provenance.machine_label}, "
+        f"commit {record.provenance.git_commit[:12]})"
+    )
     return 0
 
 

@@ -126,9 +126,13 @@ def read_build(cache_dir: str | Path, chapters: Sequence[str | Path]) -> list[Ch
             finished = finished.replace(tzinfo=_dt.timezone.utc)
         runs.append(
             ChapterRun(
-                chapter=path.stem, seconds=float(seconds), finished=finished,
-                profile=banner["profile"], backend=banner["backend"],
-                device=banner["device"], commit=banner["commit"],
+                chapter=path.stem,
+                seconds=float(seconds),
+                finished=finished,
+                profile=banner["profile"],
+                backend=banner["backend"],
+                device=banner["device"],
+                commit=banner["commit"],
             )  # fmt: skip
         )
     return runs

@@ -1,20 +1,24 @@
 """The gait test: roll a checkpoint out under every fixed command, judge it, record it.
 
 Problem it solves: a policy is called walking only if it passes this test (the rule is in
-``analysis/gait.py``). One environment, built once from the task's play config, holds
-``len(cases) x robots_per_case`` robots; every seed reseeds and resets it (fresh initial states)
-and rolls out ``round(duration_s / step_dt)`` control steps. :func:`evaluate_many` loads each
-checkpoint's weights into the same policy network, so a GPU evaluates every saved checkpoint of
-a training run in one process. Physical randomisation (friction, masses, armature) is drawn
-once, when the environment is built (seeded with the first seed): all checkpoints meet the same
-robots.
+``analysis/gait.py``). One environment, built once from the task's play config, holds every
+robot of the test: ``robots_per_case`` robots for every seed, mode and case (heading mode runs
+every case, open-loop mode the cases without a yaw command). One reset and
+``round(duration_s / step_dt)`` control steps evaluate them all at once; a seed is a block of
+robots with its own start poses and its own physical randomisation (friction, masses,
+armature), drawn once when the environment is built, so every checkpoint meets the same
+robots. :func:`evaluate_many` loads each checkpoint's weights into the same policy network, so
+a GPU evaluates every saved checkpoint of a training run in one process.
 
-Commands are held, never resampled: the twist term's resampling time is infinite, its heading,
-standing and forward envs are off, and its resampling writes each env's intended command (the
-env resamples at reset *before* it computes the observation the policy sees). The command is
+Commands are held, never resampled: the twist term's resampling time is infinite, its
+standing, world and forward envs are off, and its resampling writes each env's intended command
+(the env resamples at reset *before* it computes the observation the policy sees). In heading
+mode, the robots of a case without a yaw command are mjlab's heading envs: after reset their
+heading target is their start heading, and the command term sets their yaw-rate command every
+step (``analysis.gait.HEADING_MODE``). The linear command (and every other robot's yaw rate) is
 written again before every policy step, and after reset and after every step the buffer the
-observation was built from is compared with the intended commands of every robot still running;
-a difference raises :class:`CommandNotHeldError`.
+observation was built from is compared with the intended command of every robot still running;
+a difference, or a heading env that stopped being one, raises :class:`CommandNotHeldError`.
 
 Recorded per step, on the device and copied to the CPU once per seed: trunk position, heading
 (``heading_w``), trunk velocity in the heading frame (``root_link_lin_vel_w`` rotated by minus
@@ -84,7 +88,9 @@ class CommandNotHeldError(RuntimeError):
 class GaitTestRequest:
     checkpoint: Path
     """Full or slim rsl_rl checkpoint (``actor_state_dict`` inside)."""
-    task: str = TASK_ID
+    task: str | None = None
+    """The task to evaluate in; None: the task of the training run record beside the
+    checkpoint, else the default task."""
     device: str = "cpu"
     """cpu, cuda or cuda:N (ROCm torch also says cuda)."""
     seeds: tuple[int, ...] = (0, 1)
@@ -93,6 +99,8 @@ class GaitTestRequest:
     duration_s: float = 10.0
     cases: tuple[str, ...] | None = None
     """Case names (analysis.gait.CASES); None: all of them."""
+    modes: tuple[Literal["heading", "open_loop"], ...] = gait.MODES
+    """heading: the verdict's mode; open_loop: yaw-rate command held at 0, measured beside it."""
 
 
 @dataclass
@@ -121,7 +129,7 @@ class GaitRun:
 
 
 def request_for_profile(
-    profile: str, checkpoint: Path | str, task: str = TASK_ID
+    profile: str, checkpoint: Path | str, task: str | None = None
 ) -> GaitTestRequest:
     """The gait test of ``profile`` (``ci`` or ``full``): its seeds, robots and device."""
     from mjlab_microduck.runtime import profiles
@@ -152,6 +160,32 @@ def selected_cases(request: GaitTestRequest) -> tuple[GaitCase, ...]:
     return tuple(c for c in gait.CASES if c.name in names)
 
 
+def task_of_checkpoint(checkpoint: Path) -> str | None:
+    """The task of the training run whose record sits beside ``checkpoint`` or in a folder above
+    it (a published run keeps both in one folder; mjlab's log tree is four folders below the
+    run's record); None where no training record is found."""
+    from mjlab_microduck.runs import records
+
+    for folder in list(Path(checkpoint).resolve().parents)[:6]:
+        path = folder / records.RECORD_FILENAME
+        if not path.is_file():
+            continue
+        try:
+            record = records.load_record(path)
+        except ValueError:
+            return None
+        task = record.config.get("task") if record.kind == "train" else None
+        return task if isinstance(task, str) else None
+    return None
+
+
+def resolved(request: GaitTestRequest) -> GaitTestRequest:
+    """``request`` with its task filled in (see :attr:`GaitTestRequest.task`)."""
+    if request.task is not None:
+        return request
+    return replace(request, task=task_of_checkpoint(request.checkpoint) or TASK_ID)
+
+
 def validate(request: GaitTestRequest) -> tuple[GaitCase, ...]:
     """Reject input that is bad without building the environment; returns the cases."""
     if not request.seeds:
@@ -164,6 +198,11 @@ def validate(request: GaitTestRequest) -> tuple[GaitCase, ...]:
         raise GaitTestError(f"robots_per_case must be at least 1 (got {request.robots_per_case})")
     if not (math.isfinite(request.duration_s) and request.duration_s > 0):
         raise GaitTestError(f"duration_s must be a positive number (got {request.duration_s})")
+    if not request.modes or len(set(request.modes)) != len(request.modes):
+        raise GaitTestError(f"modes: give each of {', '.join(gait.MODES)} at most once")
+    unknown_modes = [m for m in request.modes if m not in gait.MODES]
+    if unknown_modes:
+        raise GaitTestError(f"unknown mode {unknown_modes[0]!r}; known: {', '.join(gait.MODES)}")
     cases = selected_cases(request)
     if any(c.push_mps for c in cases) and request.duration_s <= gait.PUSH_TIME_S:
         raise GaitTestError(
@@ -177,8 +216,9 @@ def validate(request: GaitTestRequest) -> tuple[GaitCase, ...]:
     # Importing mjlab loads the MicroDuck tasks through its mjlab.tasks entry point.
     from mjlab.tasks.registry import list_tasks
 
-    if request.task not in list_tasks():
-        raise GaitTestError(f"unknown task {request.task!r}; known: {', '.join(list_tasks())}")
+    task = resolved(request).task
+    if task not in list_tasks():
+        raise GaitTestError(f"unknown task {task!r}; known: {', '.join(list_tasks())}")
     return cases
 
 
@@ -194,7 +234,26 @@ def _load_checkpoint(path: Path) -> dict:
 # --------------------------------------------------------------------------- the environment
 
 
-def _env_cfg(request: GaitTestRequest, cases: Sequence[GaitCase]):
+@dataclass(frozen=True)
+class Block:
+    """``robots_per_case`` consecutive envs: one seed's robots of one case in one mode."""
+
+    seed: int
+    mode: str
+    case: GaitCase
+
+
+def blocks_of(request: GaitTestRequest, cases: Sequence[GaitCase]) -> tuple[Block, ...]:
+    """The env layout, seed by seed, mode by mode, cases in table order."""
+    return tuple(
+        Block(seed, mode, case)
+        for seed in request.seeds
+        for mode in request.modes
+        for case in gait.cases_of_mode(tuple(cases), mode)
+    )
+
+
+def _env_cfg(request: GaitTestRequest, blocks: Sequence[Block]):
     from mjlab.tasks.registry import load_env_cfg
     from mjlab.tasks.velocity.mdp import UniformVelocityCommandCfg
 
@@ -202,21 +261,28 @@ def _env_cfg(request: GaitTestRequest, cases: Sequence[GaitCase]):
     twist = cfg.commands.get("twist")
     if not isinstance(twist, UniformVelocityCommandCfg):
         raise GaitTestError(f"task {request.task} has no 'twist' velocity command")
-    cfg.scene.num_envs = len(cases) * request.robots_per_case
+    cfg.scene.num_envs = len(blocks) * request.robots_per_case
     cfg.seed = request.seeds[0]
     twist.resampling_time_range = (1.0e9, 1.0e9)
-    twist.heading_command = False
-    twist.ranges.heading = None
+    # The heading law is on for every env; only the envs flagged as heading envs use it.
+    twist.heading_command = True
+    twist.heading_control_stiffness = gait.HEADING_CONTROL_STIFFNESS
+    twist.ranges.heading = (-math.pi, math.pi)
     twist.rel_standing_envs = twist.rel_heading_envs = twist.rel_forward_envs = 0.0
     twist.rel_world_envs = twist.init_velocity_prob = 0.0
     return cfg
 
 
 class _HeldCommand:
-    """Gives every env its case's command and checks that it stays there."""
+    """Gives every env its case's command and checks that it stays there.
 
-    def __init__(self, term, target):
+    ``steered`` marks the heading envs: their yaw-rate command is mjlab's heading law, so only
+    their linear command is written and checked (and that they are still heading envs).
+    """
+
+    def __init__(self, term, target, steered=None):
         self.term, self.target, self.checks = term, target, 0
+        self.steered = steered if steered is not None else target[:, 0] != target[:, 0]
         # The env resamples a command at reset, then computes the observation the policy sees;
         # replacing the term's resampling makes that first observation carry the test command.
         term._resample_command = self._resample
@@ -224,20 +290,35 @@ class _HeldCommand:
     def _resample(self, env_ids) -> None:
         term = self.term
         term.vel_command_b[env_ids] = self.target[env_ids]
+        # Heading envs are switched on by steer_to_current_heading(), once the reset pose is in.
         for flag in (term.is_heading_env, term.is_standing_env, term.is_world_env,
                      term.is_forward_env):  # fmt: skip
             flag[env_ids] = False
 
+    def steer_to_current_heading(self) -> None:
+        """Make the steered envs heading envs, each aiming at the heading it has now."""
+        term = self.term
+        term.heading_target[self.steered] = term.robot.data.heading_w[self.steered]
+        term.is_heading_env[:] = self.steered
+
     def write(self) -> None:
-        self.term.vel_command_b[:] = self.target
+        command = self.term.vel_command_b
+        command[:, :2] = self.target[:, :2]
+        free = ~self.steered
+        command[free, 2] = self.target[free, 2]
 
     def check(self, running) -> None:
         self.checks += 1
-        wrong = (self.term.command != self.target).any(dim=1) & running
+        command = self.term.command
+        wrong = (command[:, :2] != self.target[:, :2]).any(dim=1)
+        wrong |= ~self.steered & (command[:, 2] != self.target[:, 2])
+        wrong |= self.steered & ~self.term.is_heading_env
+        wrong &= running
         if bool(wrong.any()):
             env = int(wrong.nonzero()[0, 0])
+            what = "a heading env" if bool(self.steered[env]) else "yaw-rate commanded"
             raise CommandNotHeldError(
-                f"env {env}: command {self.term.command[env].tolist()} is not the test's "
+                f"env {env} ({what}): command {command[env].tolist()} is not the test's "
                 f"{self.target[env].tolist()}"
             )
 
@@ -263,10 +344,12 @@ class GaitEvaluator:
         from mjlab.rl import MjlabOnPolicyRunner, RslRlVecEnvWrapper
         from mjlab.tasks.registry import load_rl_cfg, load_runner_cls
 
+        request = resolved(request)
         self.request = request
         self.cases = validate(request)
+        self.blocks = blocks_of(request, self.cases)
         n = request.robots_per_case
-        cfg = _env_cfg(request, self.cases)
+        cfg = _env_cfg(request, self.blocks)
         # Set-up chatter is passed on after a good set-up, dropped when the input was bad.
         with held_output((2,), echo=True) as setup_output:
             self.env = ManagerBasedRlEnv(cfg=cfg, device=request.device)
@@ -293,15 +376,18 @@ class GaitEvaluator:
     def _bind(self, torch, n: int) -> None:
         """Tensors and handles the rollout reads every step, on the env's device."""
         device = self.env.device
-        commands = [(c.lin_vel_x, c.lin_vel_y, c.ang_vel_z) for c in self.cases for _ in range(n)]
+        cases = [b.case for b in self.blocks for _ in range(n)]
+        commands = [(c.lin_vel_x, c.lin_vel_y, c.ang_vel_z) for c in cases]
         target = torch.tensor(commands, dtype=torch.float32, device=device)
-        self.held = _HeldCommand(self.env.command_manager.get_term("twist"), target)
+        steered = [gait.steers_heading(b.case, b.mode) for b in self.blocks for _ in range(n)]
+        steered = torch.tensor(steered, dtype=torch.bool, device=device)
+        self.held = _HeldCommand(self.env.command_manager.get_term("twist"), target, steered)
         self.robot = self.env.scene["robot"]
         self.contacts = self.env.scene["feet_ground_contact"]
         self.feet = _foot_columns(self.contacts)
         self.term_names = tuple(self.env.termination_manager.active_terms)
         self.term_bits = torch.tensor([2.0**i for i in range(len(self.term_names))], device=device)
-        shove = [c.push_mps * gait.push_sign(r) for c in self.cases for r in range(n)]
+        shove = [b.case.push_mps * gait.push_sign(r) for b in self.blocks for r in range(n)]
         self.shove = torch.tensor(shove, dtype=torch.float32, device=device)
 
     def __enter__(self) -> GaitEvaluator:
@@ -325,36 +411,35 @@ class GaitEvaluator:
             ) from None
 
     def evaluate(self, path: Path, progress: bool = True, checkpoint: dict | None = None):
-        """Every seed of the request with ``path``'s weights; returns a :class:`GaitResult`."""
-        from tqdm.auto import tqdm
+        """Every seed and mode of the request with ``path``'s weights, in one rollout; returns a
+        :class:`GaitResult`."""
+        from mjlab_microduck.runtime.progress import progress_bar
 
         self.load(checkpoint if checkpoint is not None else _load_checkpoint(path), path)
         started = time.monotonic()
         checks = self.held.checks
-        robots, paths = [], []
-        total = len(self.request.seeds) * self.steps
-        with tqdm(total=total, desc=f"gait test {Path(path).name}", disable=not progress) as bar:
-            for seed in self.request.seeds:
-                samples = self._rollout(seed, bar)
-                r, p = self._measure(samples, seed)
-                robots.append(r)
-                paths.append(p)
-        robots_frame = pd.concat(robots, ignore_index=True)
+        with progress_bar(self.steps, f"gait test {Path(path).name}", enabled=progress) as bar:
+            samples = self._rollout(bar)
+        robots, paths = self._measure(samples)
         return GaitResult(
-            checkpoint=Path(path), robots=robots_frame,
-            paths=pd.concat(paths, ignore_index=True), verdict=gait.verdict(robots_frame),
+            checkpoint=Path(path), robots=robots, paths=paths, verdict=gait.verdict(robots),
             command_checks=self.held.checks - checks, steps=self.steps,
             step_dt=float(self.env.step_dt), num_envs=self.env.num_envs,
             rollout_seconds=round(time.monotonic() - started, 3),
         )  # fmt: skip
 
-    def _rollout(self, seed: int, bar) -> np.ndarray:
-        """One seed: reset, then ``steps`` policy steps; samples ``(steps + 1, envs, fields)``."""
+    def _rollout(self, bar) -> np.ndarray:
+        """Reset every robot, then ``steps`` policy steps; samples ``(steps + 1, envs, fields)``.
+
+        The random state is reseeded with the first seed first, so a checkpoint's test does not
+        depend on what ran before it in this process.
+        """
         import torch
         from mjlab.utils import random as random_utils
 
-        random_utils.seed_rng(seed)  # torch.manual_seed and numpy, Warp and Python's RNGs
+        random_utils.seed_rng(self.request.seeds[0])  # torch, numpy, Warp and Python's RNGs
         obs, _ = self.wrapped.reset()
+        self.held.steer_to_current_heading()
         device, envs = self.env.device, self.env.num_envs
         samples = torch.zeros(self.steps + 1, envs, len(_FIELDS), device=device)
         stopped = torch.zeros(envs, dtype=torch.bool, device=device)
@@ -404,20 +489,22 @@ class GaitEvaluator:
         vel[:, 1] += torch.cos(heading) * self.shove[ids]
         self.robot.write_root_link_velocity_to_sim(vel, env_ids=ids)
 
-    def _measure(self, samples: np.ndarray, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    def _measure(self, samples: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """Per-robot metrics and paths of every block; each row says its seed and mode."""
         n = self.request.robots_per_case
         robots, paths = [], []
-        for i, case in enumerate(self.cases):
-            block = samples[:, i * n : (i + 1) * n].astype(np.float64)
-            fields = {name: block[..., k] for k, name in enumerate(_FIELDS)}
+        for i, block in enumerate(self.blocks):
+            rows = samples[:, i * n : (i + 1) * n].astype(np.float64)
+            fields = {name: rows[..., k] for k, name in enumerate(_FIELDS)}
             fields["done"] = fields["done"] > 0.5
             traj = Trajectory(dt=float(self.env.step_dt), term_names=self.term_names, **fields)
-            metrics = gait.robot_metrics(traj, case)
-            metrics.insert(0, "seed", seed)
-            robots.append(metrics)
+            metrics = gait.robot_metrics(traj, block.case)
             path = gait.path_in_start_frame(traj, every=PATH_EVERY)
-            path.insert(0, "case", case.name)
-            path.insert(0, "seed", seed)
+            path.insert(0, "case", block.case.name)
+            for frame in (metrics, path):
+                frame.insert(0, "mode", block.mode)
+                frame.insert(0, "seed", block.seed)
+            robots.append(metrics)
             paths.append(path)
         return pd.concat(robots, ignore_index=True), pd.concat(paths, ignore_index=True)
 
@@ -432,9 +519,10 @@ def evaluate_many(
     """
     if not checkpoints:
         raise GaitTestError("no checkpoints to evaluate")
+    request = resolved(replace(request, checkpoint=Path(checkpoints[0])))
     validate(request)
     loaded = [_load_checkpoint(Path(p)) for p in checkpoints]
-    with GaitEvaluator(replace(request, checkpoint=Path(checkpoints[0])), loaded[0]) as ev:
+    with GaitEvaluator(request, loaded[0]) as ev:
         for data, path in zip(loaded[1:], checkpoints[1:], strict=True):
             ev.load(data, Path(path))
         return [
@@ -510,7 +598,9 @@ def _number(value) -> float | None:
 
 def summary_of(result: GaitResult) -> dict:
     """The record's summary: the verdict, the sizes and a few headline numbers."""
-    robots, table = result.robots, result.verdict.table
+    table = result.verdict.table
+    robots = gait.verdict_rows(result.robots)
+    drift = gait.open_loop_drift(result.robots)
     cases = {name: gait.case_of_rows(g) for name, g in robots.groupby("case", sort=False)}
     kind = robots["case"].map(lambda c: cases[c].kind)
     per_seed = gait.case_summary(robots)
@@ -534,6 +624,16 @@ def summary_of(result: GaitResult) -> dict:
         "worst_yaw_ratio": _number(turning["mean_yaw_ratio"].min()),
         "max_stand_displacement_m": _number(robots.loc[kind == "stand", "displacement_m"].max()),
         "terminations": int(robots["terminated"].sum()),
+        "modes": ",".join(dict.fromkeys(result.robots.get("mode", pd.Series(["open_loop"])))),
+        "open_loop_max_median_heading_change_rad": _number(
+            drift["median_abs_heading_change_rad"].max() if len(drift) else math.nan
+        ),
+        "open_loop_max_heading_change_rad": _number(
+            drift["max_abs_heading_change_rad"].max() if len(drift) else math.nan
+        ),
+        "open_loop_within_limits": bool(
+            len(drift) and drift["median_within"].all() and drift["worst_within"].all()
+        ),
         "rollout_seconds": result.rollout_seconds,
     }
 
@@ -550,8 +650,17 @@ def _write_files(
         "failures": result.verdict.failures,
         "thresholds": gait.THRESHOLDS,
         "push_time_s": gait.PUSH_TIME_S,
+        "mode": gait.HEADING_MODE,
+        "heading_control_stiffness": gait.HEADING_CONTROL_STIFFNESS,
         # to_json writes NaN as null: the file stays strict JSON.
         "table": json.loads(result.verdict.table.to_json(orient="records")),
+        "open_loop_drift": {
+            "limits": {
+                "median_abs_heading_change_rad": gait.OPEN_LOOP_MAX_MEDIAN_HEADING_CHANGE_RAD,
+                "max_abs_heading_change_rad": gait.OPEN_LOOP_MAX_WORST_HEADING_CHANGE_RAD,
+            },
+            "table": json.loads(gait.open_loop_drift(result.robots).to_json(orient="records")),
+        },
     }
     text = json.dumps(verdict, indent=2, ensure_ascii=False) + "\n"
     records.atomic_write_text(run_dir / VERDICT_FILENAME, text)
@@ -561,6 +670,8 @@ def _write_files(
     config["cases"] = sorted(set(result.robots["case"]), key=list(gait.CASE_BY_NAME).index)
     config["step_dt"] = result.step_dt
     config["thresholds"] = gait.THRESHOLDS
+    config["modes"] = list(request.modes)
+    config["heading_control_stiffness"] = gait.HEADING_CONTROL_STIFFNESS
     return recording.write_finished_record(
         run_dir, "gait_test", config, request.device, started_iso, started, summary_of(result),
         [records.artifact(run_dir / f, run_dir, k) for f, k in kinds.items()],
@@ -586,7 +697,7 @@ class GaitTestCli:
 def run_command(args: GaitTestCli) -> GaitRun:
     """What ``microduck gait-test`` does with its arguments: the profile's sizes over the flags,
     then :func:`run` (which refuses bad input with :class:`GaitTestError` before writing)."""
-    request = args.request
+    request = resolved(args.request)
     if args.profile is not None:
         sized = request_for_profile(args.profile, request.checkpoint, request.task)
         request = replace(request, seeds=sized.seeds, robots_per_case=sized.robots_per_case,

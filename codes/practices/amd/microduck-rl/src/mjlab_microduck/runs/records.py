@@ -54,7 +54,14 @@ SCALARS_FILENAME = "scalars.csv"
 FILE_MODE = 0o644  # records and artifacts: world-readable, like any file of the book
 
 RunKind = Literal[
-    "train", "replay", "bench", "probe", "contact_check", "doctor", "experiment", "gait_test",
+    "train",
+    "replay",
+    "bench",
+    "probe",
+    "contact_check",
+    "doctor",
+    "experiment",
+    "gait_test",
     "book_build",
 ]
 RunStatus = Literal["ok", "failed", "running"]

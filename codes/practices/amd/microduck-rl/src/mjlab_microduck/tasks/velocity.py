@@ -261,15 +261,18 @@ def _configure_actions(cfg: ManagerBasedRlEnvCfg) -> None:
 def _configure_commands(cfg: ManagerBasedRlEnvCfg, tuning: VelocityTuning) -> None:
     twist = cfg.commands["twist"]
     assert isinstance(twist, UniformVelocityCommandCfg)
-    twist.heading_command = False
-    twist.rel_heading_envs = 0.0
+    heading = tuning.heading
+    twist.heading_command = heading is not None
+    twist.rel_heading_envs = heading.envs_fraction if heading else 0.0
+    if heading:
+        twist.heading_control_stiffness = heading.control_stiffness
     twist.rel_forward_envs = 0.0
     twist.rel_standing_envs = tuning.standing_stages[0].fraction
     twist.ranges = UniformVelocityCommandCfg.Ranges(
         lin_vel_x=tuning.commands.lin_vel_x_m_s,
         lin_vel_y=tuning.commands.lin_vel_y_m_s,
         ang_vel_z=tuning.commands.ang_vel_z_rad_s,
-        heading=None,
+        heading=heading.target_range_rad if heading else None,
     )
 
 

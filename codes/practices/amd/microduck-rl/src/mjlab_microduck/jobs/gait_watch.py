@@ -1,0 +1,139 @@
+"""Gait-test the checkpoints of running trainings as they are saved.
+
+Problem it solves: a recipe is judged by the first checkpoint that passes the gait test, and on
+a GPU lease there is no time to test them afterwards. This job builds the gait test's
+environment once (:class:`~mjlab_microduck.jobs.gait_test.GaitEvaluator`) and, while the
+training runs it watches are still running, tests every checkpoint whose iteration is a
+multiple of ``every`` (and each run's last), newest first, writing one ``gait_test`` record
+each under ``out``. It stops when every watched run has finished and nothing is left to test,
+or after ``max_seconds``.
+
+A checkpoint is read once it has not changed for ``settle_s`` (rsl_rl writes it in place). The
+training runs must all be of one task (the evaluator holds one task's network).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+from mjlab_microduck.jobs import gait_test, train
+from mjlab_microduck.runs import records
+from mjlab_microduck.runs.names import checkpoint_iteration
+
+
+@dataclass(frozen=True)
+class GaitWatchRequest:
+    """Watch training runs and gait-test their checkpoints as they appear."""
+
+    runs: tuple[Path, ...]
+    """Training run folders (each with its ``record.json``), of one task."""
+    out: Path = Path("logs/gait_tests")
+    """Where each gait test's run folder is made."""
+    every: int = 50
+    """Test checkpoints whose iteration is a multiple of this (and each run's last one)."""
+    min_iteration: int = 0
+    """Skip checkpoints before this iteration."""
+    profile: Literal["ci", "full"] = "full"
+    """The gait test's size (seeds, robots per case) and device."""
+    device: str | None = None
+    """Over the profile's device (e.g. cuda:1)."""
+    poll_s: float = 10.0
+    settle_s: float = 5.0
+    max_seconds: float = 3600.0
+    """Stop after this long even if a run is still going."""
+
+    def check(self) -> GaitWatchRequest:
+        if not self.runs:
+            raise ValueError("give at least one training run folder")
+        for run in self.runs:
+            if not (Path(run) / records.RECORD_FILENAME).is_file():
+                raise ValueError(f"{run}: no run record (record.json) there")
+        if self.every < 1:
+            raise ValueError(f"--every must be at least 1 (got {self.every})")
+        return self
+
+
+def _run_state(run: Path) -> tuple[str, str | None]:
+    """The run's status and its task, as its record says now."""
+    record = records.load_record(Path(run) / records.RECORD_FILENAME)
+    return record.status, record.config.get("task")
+
+
+def due_checkpoints(run: Path, every: int, min_iteration: int, finished: bool) -> list[Path]:
+    """The run's checkpoints to test: multiples of ``every`` from ``min_iteration`` on, and the
+    last one once the run has finished."""
+    try:
+        found = train.list_checkpoints(train.find_mjlab_log_dir(Path(run)))
+    except RuntimeError:  # mjlab has not made its log folder yet
+        return []
+    due = [
+        p
+        for p in found
+        if checkpoint_iteration(p) >= min_iteration and checkpoint_iteration(p) % every == 0
+    ]
+    if finished and found and found[-1] not in due:
+        due.append(found[-1])
+    return due
+
+
+def _settled(path: Path, settle_s: float) -> bool:
+    return time.time() - path.stat().st_mtime >= settle_s
+
+
+def watch(request: GaitWatchRequest, log=print) -> list[gait_test.GaitRun]:
+    """Test checkpoints of ``request.runs`` until they are done; the written gait tests."""
+    request.check()
+    started = time.monotonic()
+    tasks = {_run_state(run)[1] for run in request.runs}
+    if len(tasks) != 1 or None in tasks:
+        raise ValueError(f"the watched runs must share one task (found {sorted(map(str, tasks))})")
+    task = tasks.pop()
+    done: set[Path] = set()
+    written: list[gait_test.GaitRun] = []
+    evaluator = None
+    try:
+        while time.monotonic() - started < request.max_seconds:
+            states = {run: _run_state(run)[0] for run in request.runs}
+            pending = [
+                p
+                for run in request.runs
+                for p in due_checkpoints(
+                    run, request.every, request.min_iteration, states[run] != "running"
+                )
+                if p not in done
+            ]
+            ready = [p for p in pending if _settled(p, request.settle_s)]
+            if not ready:
+                if not pending and all(s != "running" for s in states.values()):
+                    break
+                time.sleep(request.poll_s)
+                continue
+            path = max(ready, key=checkpoint_iteration)  # newest first: keep up with training
+            if evaluator is None:
+                sized = gait_test.request_for_profile(request.profile, path, task)
+                if request.device:
+                    sized = replace(sized, device=request.device)
+                evaluator = gait_test.GaitEvaluator(sized)
+            started_iso, t0 = records.utc_now_iso(), time.monotonic()
+            result = evaluator.evaluate(path, progress=False)
+            run_name = Path(path).parents[4].name if len(Path(path).parents) > 4 else "run"
+            name = gait_test.default_name(Path(f"{run_name}_{Path(path).stem}"))
+            sized_request = replace(evaluator.request, checkpoint=Path(path))
+            gait_run = gait_test.write_run(
+                result, sized_request, request.out, name, started_iso, t0
+            )
+            written.append(gait_run)
+            done.add(path)
+            summary = gait_run.record.summary
+            log(
+                f"{name}: {'PASSED' if result.verdict.passed else 'failed'} "
+                f"({summary['failed_conditions']} failed conditions, "
+                f"{result.rollout_seconds:.0f} s) -> {gait_run.run_dir}"
+            )
+    finally:
+        if evaluator is not None:
+            evaluator.close()
+    return written
