@@ -344,6 +344,45 @@ def test_verdict_table_takes_the_worst_seed_and_sums_terminations():
         gait.verdict(robots.iloc[0:0])
 
 
+def test_modes_heading_runs_every_case_and_open_loop_the_zero_yaw_ones():
+    assert gait.cases_of_mode(gait.CASES, gait.HEADING_MODE) == gait.CASES
+    open_loop = gait.cases_of_mode(gait.CASES, gait.OPEN_LOOP_MODE)
+    assert [c.name for c in open_loop] == [
+        "forward_0.1", "forward_0.15", "forward_0.2", "forward_0.3", "forward_0.4",
+        "backward_0.2", "left_0.15", "right_0.15", "stand", "push",
+    ]  # fmt: skip
+    assert gait.steers_heading(FORWARD, gait.HEADING_MODE)
+    assert not gait.steers_heading(FORWARD, gait.OPEN_LOOP_MODE)
+    assert not gait.steers_heading(CASE_BY_NAME["turn_left_0.5"], gait.HEADING_MODE)
+    assert not gait.steers_heading(WALK_TURN, gait.HEADING_MODE)
+    with pytest.raises(ValueError, match="unknown gait-test mode 'sideways'"):
+        gait.cases_of_mode(gait.CASES, "sideways")
+
+
+def test_the_verdict_judges_heading_mode_and_open_loop_drift_is_measured_beside_it():
+    heading = rows(FORWARD, heading_change_rad=[0.1, -0.2]).assign(mode="heading")
+    # Open loop, the same case: the median robot turns 0.35 rad, the worst 0.7.
+    drifting = rows(FORWARD, heading_change_rad=[0.3, -0.4, 0.7, 0.2]).assign(mode="open_loop")
+    standing = rows(CASE_BY_NAME["stand"], heading_change_rad=[0.05, 0.1]).assign(mode="open_loop")
+    robots = pd.concat([heading, drifting, standing], ignore_index=True)
+    result = gait.verdict(robots)
+    assert result.passed and result.table["case"].tolist() == ["forward_0.3"]
+    assert len(gait.verdict_rows(robots)) == 2
+    drift = gait.open_loop_drift(robots).set_index("case")
+    assert drift.index.tolist() == ["forward_0.3", "stand"]
+    assert drift.loc["forward_0.3", "median_abs_heading_change_rad"] == pytest.approx(0.35)
+    assert drift.loc["forward_0.3", "max_abs_heading_change_rad"] == pytest.approx(0.7)
+    assert not drift.loc["forward_0.3", "median_within"]
+    assert not drift.loc["forward_0.3", "worst_within"]
+    assert drift.loc["stand", "median_within"] and drift.loc["stand", "worst_within"]
+    assert drift.loc["stand", "robots"] == 2
+    # A table from before the modes (no mode column): every row is judged, no drift measured.
+    old = rows(FORWARD, heading_change_rad=[0.1, -0.4])
+    assert not gait.verdict(old).passed and gait.open_loop_drift(old).empty
+    # The same robots judged open loop would fail: the mode decides, not the numbers.
+    assert not gait.verdict(drifting.assign(mode="heading")).passed
+
+
 def test_analysis_imports_no_simulator_or_plotting():
     import ast
     from pathlib import Path

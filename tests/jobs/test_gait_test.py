@@ -137,10 +137,74 @@ def test_held_command_resamples_to_the_target_and_checks_running_robots():
     held.write()
     held.check(torch.ones(3, dtype=torch.bool))
     term.vel_command_b[1, 2] = 0.0  # e.g. a standing env zeroed it
-    with pytest.raises(gait_test.CommandNotHeldError, match=r"env 1: command \[0.0, 0.0, 0.0\]"):
+    with pytest.raises(
+        gait_test.CommandNotHeldError,
+        match=r"env 1 \(yaw-rate commanded\): command \[0.0, 0.0, 0.0\]",
+    ):
         held.check(torch.ones(3, dtype=torch.bool))
     held.check(torch.tensor([True, False, True]))  # a stopped robot is not judged
     assert held.checks == 3
+
+
+def test_heading_envs_aim_at_their_start_heading_and_only_their_yaw_rate_is_free():
+    term = FakeTerm(3)
+    term.heading_target = torch.zeros(3)
+    term.robot = FakeRobot([0.3, -1.2, 2.0])
+    target = torch.tensor([[0.15, 0.0, 0.0], [0.0, 0.0, 0.5], [0.0, -0.15, 0.0]])
+    steered = torch.tensor([True, False, True])  # env 1 turns in place: yaw rate commanded
+    held = gait_test._HeldCommand(term, target, steered)
+    term._resample_command(torch.arange(3))
+    assert not term.is_heading_env.any()  # until the reset pose is in
+    held.steer_to_current_heading()
+    assert term.is_heading_env.tolist() == [True, False, True]
+    assert term.heading_target.tolist() == pytest.approx([0.3, 0.0, 2.0])
+    running = torch.ones(3, dtype=torch.bool)
+    term.vel_command_b[:, 2] = torch.tensor([0.1, 0.0, -0.2])  # the heading law's yaw rates
+    held.write()
+    assert term.vel_command_b[:, 2].tolist() == pytest.approx([0.1, 0.5, -0.2])
+    held.check(running)
+    term.vel_command_b[2, 1] = 0.0  # a linear command that moved is caught in a heading env too
+    with pytest.raises(gait_test.CommandNotHeldError, match=r"env 2 \(a heading env\)"):
+        held.check(running)
+    held.write()
+    term.is_heading_env[0] = False  # a heading env that stopped being one
+    with pytest.raises(gait_test.CommandNotHeldError, match=r"env 0 \(a heading env\)"):
+        held.check(running)
+
+
+def test_blocks_run_every_case_steered_and_the_zero_yaw_cases_open_loop():
+    request = GaitTestRequest(MODEL_1498, seeds=(3, 4), cases=("forward_0.2", "turn_left_0.5"))
+    blocks = gait_test.blocks_of(request, gait_test.selected_cases(request))
+    assert [(b.seed, b.mode, b.case.name) for b in blocks] == [
+        (3, "heading", "forward_0.2"), (3, "heading", "turn_left_0.5"),
+        (3, "open_loop", "forward_0.2"),
+        (4, "heading", "forward_0.2"), (4, "heading", "turn_left_0.5"),
+        (4, "open_loop", "forward_0.2"),
+    ]  # fmt: skip
+    one_mode = replace(request, modes=("open_loop",))
+    assert len(gait_test.blocks_of(one_mode, gait_test.selected_cases(one_mode))) == 2
+
+
+def test_the_task_comes_from_the_training_record_beside_the_checkpoint(tmp_path):
+    assert (
+        gait_test.task_of_checkpoint(MODEL_1498)
+        == records.load_record(MODEL_1498.parent).config["task"]
+    )
+    assert gait_test.resolved(GaitTestRequest(MODEL_1498)).task == gait_test.task_of_checkpoint(
+        MODEL_1498
+    )
+    assert gait_test.resolved(GaitTestRequest(MODEL_1498, task="T")).task == "T"
+    # mjlab's log tree: the run's record four folders above the checkpoint.
+    deep = tmp_path / "run" / "logs" / "rsl_rl" / "exp" / "stamp_run" / "model_5.pt"
+    deep.parent.mkdir(parents=True)
+    deep.write_bytes(b"")
+    assert gait_test.task_of_checkpoint(deep) is None
+    assert gait_test.resolved(GaitTestRequest(deep)).task == gait_test.TASK_ID
+    record = records.load_record(MODEL_1498.parent).model_copy(
+        update={"config": {"task": "Mjlab-Velocity-Flat-MicroDuck-WalkerTuning"}}
+    )
+    records.write_record(record, tmp_path / "run")
+    assert gait_test.task_of_checkpoint(deep) == "Mjlab-Velocity-Flat-MicroDuck-WalkerTuning"
 
 
 class FakeRobot:
@@ -172,20 +236,23 @@ def test_push_is_sideways_in_the_heading_frame_and_alternates():
 
 
 def synthetic_result(passed: bool) -> gait_test.GaitResult:
-    """Two seeds of forward_0.15 and stand, walked perfectly or at half speed."""
+    """Two seeds of forward_0.15 and stand, walked perfectly or at half speed, in heading mode;
+    open loop the same robots turn by 0.2 rad (forward) and 0.5 rad (stand) in 2 s."""
     frames = []
     for seed in (0, 1):
-        for case in (gait.CASE_BY_NAME["forward_0.15"], gait.CASE_BY_NAME["stand"]):
-            t = np.arange(101)[:, None] * 0.02 * np.ones(2)
-            speed = case.lin_vel_x * (1.0 if passed else 0.5)
-            traj = gait.Trajectory(
-                dt=0.02, x=speed * t, y=np.zeros_like(t), z=np.full_like(t, 0.11),
-                heading=np.zeros_like(t), v_forward=np.full_like(t, speed),
-                v_left=np.zeros_like(t), yaw_rate=np.zeros_like(t), upright=np.ones_like(t),
-                contact_left=np.ones_like(t), contact_right=np.ones_like(t),
-                done=np.zeros(t.shape, bool), term_mask=np.zeros_like(t),
-            )  # fmt: skip
-            frames.append(gait.robot_metrics(traj, case).assign(seed=seed))
+        for mode in gait.MODES:
+            for case in (gait.CASE_BY_NAME["forward_0.15"], gait.CASE_BY_NAME["stand"]):
+                t = np.arange(101)[:, None] * 0.02 * np.ones(2)
+                speed = case.lin_vel_x * (1.0 if passed else 0.5)
+                turn = 0.0 if mode == "heading" else (0.1 if case.speed else 0.25)
+                traj = gait.Trajectory(
+                    dt=0.02, x=speed * t, y=np.zeros_like(t), z=np.full_like(t, 0.11),
+                    heading=turn * t, v_forward=np.full_like(t, speed),
+                    v_left=np.zeros_like(t), yaw_rate=np.zeros_like(t), upright=np.ones_like(t),
+                    contact_left=np.ones_like(t), contact_right=np.ones_like(t),
+                    done=np.zeros(t.shape, bool), term_mask=np.zeros_like(t),
+                )  # fmt: skip
+                frames.append(gait.robot_metrics(traj, case).assign(seed=seed, mode=mode))
     robots = pd.concat(frames, ignore_index=True)
     paths = pd.DataFrame({"seed": 0, "case": "stand", "robot": 0, "step": [0, 5],
                           "t_s": [0.0, 0.1], "forward_m": 0.0, "left_m": 0.0})  # fmt: skip
@@ -219,12 +286,25 @@ def test_cli_writes_a_complete_record_and_exits_by_the_verdict(
     assert summary["command_checks"] == 202
     assert summary["worst_progress_ratio"] == pytest.approx(1.0 if passed else 0.5)
     assert summary["worst_yaw_ratio"] is None  # no turning case: null, never NaN
+    # The open-loop turns (0.2 and 0.5 rad) are measured, not judged.
+    assert summary["max_abs_heading_change_rad"] == 0.0
+    assert summary["modes"] == "heading,open_loop"
+    assert summary["open_loop_max_heading_change_rad"] == pytest.approx(0.5)
+    assert summary["open_loop_max_median_heading_change_rad"] == pytest.approx(0.5)
+    assert summary["open_loop_within_limits"] is False  # stand's median 0.5 > 0.3
     verdict = json.loads((run_dir / "verdict.json").read_text())
     assert verdict["passed"] is passed
+    assert verdict["mode"] == "heading" and verdict["heading_control_stiffness"] == 0.5
     assert verdict["thresholds"]["min_progress_ratio_mean"] == 0.8
     assert len(verdict["failures"]) == summary["failed_conditions"] == (0 if passed else 4)
+    drift = {row["case"]: row for row in verdict["open_loop_drift"]["table"]}
+    assert drift["forward_0.15"]["max_abs_heading_change_rad"] == pytest.approx(0.2)
+    assert drift["forward_0.15"]["median_within"] and drift["forward_0.15"]["worst_within"]
+    assert not drift["stand"]["median_within"] and drift["stand"]["worst_within"]
+    assert verdict["open_loop_drift"]["limits"]["max_abs_heading_change_rad"] == 0.6
     robots = pd.read_csv(run_dir / "robots.csv")
-    assert len(robots) == 8 and set(robots["seed"]) == {0, 1}
+    assert len(robots) == 16 and set(robots["seed"]) == {0, 1}
+    assert robots.groupby("mode").size().to_dict() == {"heading": 8, "open_loop": 8}
     for file in run_dir.iterdir():
         assert file.stat().st_mode & stat.S_IROTH, f"{file.name} is not world-readable"
     printed = capsys.readouterr().out
@@ -258,16 +338,23 @@ def test_published_checkpoint_on_cpu_circles_off_a_forward_command(tmp_path, cap
     (run_dir,) = out.iterdir()
     record = records.load_record(run_dir)
     records.verify_artifacts(record, run_dir)
+    # No --task: the task of the training record beside the checkpoint.
+    assert record.config["task"] == records.load_record(MODEL_1498.parent).config["task"]
     summary = record.summary
-    assert (summary["steps"], summary["num_envs"]) == (100, 4)
+    # 2 cases x 2 robots in each mode, side by side.
+    assert (summary["steps"], summary["num_envs"]) == (100, 8)
     assert summary["command_checks"] == 101  # after reset and after each of the 100 steps
     assert summary["terminations"] == 0
     robots = pd.read_csv(run_dir / "robots.csv")
-    assert len(robots) == 4
-    assert robots[["case", "robot"]].values.tolist() == [
-        ["forward_0.15", 0], ["forward_0.15", 1], ["stand", 0], ["stand", 1]]  # fmt: skip
+    assert robots[["mode", "case", "robot"]].values.tolist() == [
+        ["heading", "forward_0.15", 0], ["heading", "forward_0.15", 1],
+        ["heading", "stand", 0], ["heading", "stand", 1],
+        ["open_loop", "forward_0.15", 0], ["open_loop", "forward_0.15", 1],
+        ["open_loop", "stand", 0], ["open_loop", "stand", 1],
+    ]  # fmt: skip
     numbers = robots.drop(
         columns=[
+            "mode",
             "case",
             "termination_term",
             "progress_m",
@@ -278,17 +365,21 @@ def test_published_checkpoint_on_cpu_circles_off_a_forward_command(tmp_path, cap
         ]
     )
     assert np.isfinite(numbers.to_numpy(dtype=float)).all()
-    forward = robots[robots["case"] == "forward_0.15"]
-    stand = robots[robots["case"] == "stand"]
+    heading, open_loop = (robots[robots["mode"] == m].reset_index(drop=True) for m in gait.MODES)
+    forward = heading[heading["case"] == "forward_0.15"]
+    stand = heading[heading["case"] == "stand"]
     assert np.isfinite(forward["progress_ratio"]).all()
-    # Measured on this CPU: progress 0.36 and 0.46 of the command, heading -0.45 and -0.48 rad
-    # in 2 s; standers moved 2 mm and turned under 0.08 rad.
+    # Measured on this CPU: progress 0.45 and 0.41 of the command, heading -0.62 and -0.32 rad
+    # in 2 s with the heading command steering it back; open loop -0.81 and -0.58 rad.
+    # Standers moved 2-3 mm and turned under 0.07 rad.
     assert forward["progress_ratio"].mean() < gait.MIN_PROGRESS_RATIO_MEAN
     assert (stand["displacement_m"] < gait.MAX_STAND_DISPLACEMENT_M).all()
-    assert forward["heading_change_rad"].abs().min() > 0.2
     assert forward["heading_change_rad"].abs().min() > 2 * stand["heading_change_rad"].abs().max()
+    steered = forward["heading_change_rad"].abs().to_numpy()
+    unsteered = open_loop.loc[forward.index, "heading_change_rad"].abs().to_numpy()
+    assert (unsteered > 0.4).all() and (steered < unsteered).all()
     paths = pd.read_csv(run_dir / "paths.csv")
-    assert len(paths) == 4 * 21  # steps 0, 5, ..., 100 per robot
+    assert len(paths) == 8 * 21  # steps 0, 5, ..., 100 per robot
     assert "seed 0, forward 0.15 m/s: mean progress" in capsys.readouterr().out
 
 
@@ -305,9 +396,9 @@ def test_evaluate_many_reuses_one_environment_and_fits_every_checkpoint_first(
         built.append(1)
         original_init(self, *args, **kwargs)
 
-    def counting_rollout(self, seed, bar):
-        rollouts.append(seed)
-        return original_rollout(self, seed, bar)
+    def counting_rollout(self, bar):
+        rollouts.append(self.env.num_envs)
+        return original_rollout(self, bar)
 
     monkeypatch.setattr(ManagerBasedRlEnv, "__init__", counting_init)
     monkeypatch.setattr(gait_test.GaitEvaluator, "_rollout", counting_rollout)
@@ -315,11 +406,15 @@ def test_evaluate_many_reuses_one_environment_and_fits_every_checkpoint_first(
                               cases=("stand",))  # fmt: skip
     model_750 = MODEL_1498.with_name("model_750.pt")
     results = gait_test.evaluate_many([MODEL_1498, model_750], request, progress=False)
-    assert len(built) == 1 and rollouts == [0, 1, 0, 1]
+    # One rollout per checkpoint: both seeds and both modes side by side in 4 envs.
+    assert len(built) == 1 and rollouts == [4, 4]
     assert [r.checkpoint.name for r in results] == ["model_1498.pt", "model_750.pt"]
     for result in results:
-        assert (result.steps, result.num_envs, result.command_checks) == (5, 1, 12)
-        assert result.robots[["seed", "case"]].values.tolist() == [[0, "stand"], [1, "stand"]]
+        assert (result.steps, result.num_envs, result.command_checks) == (5, 4, 6)
+        assert result.robots[["seed", "mode", "case"]].values.tolist() == [
+            [0, "heading", "stand"], [0, "open_loop", "stand"],
+            [1, "heading", "stand"], [1, "open_loop", "stand"],
+        ]  # fmt: skip
     # A checkpoint that does not fit, last in the list, fails before anything is rolled out.
     rollouts.clear()
     with pytest.raises(GaitTestError, match="wrong_shape.pt does not fit task"):

@@ -207,6 +207,8 @@ def test_each_task_reaches_its_presets_terms_and_nothing_else():
         (4.0, 0.2, 4.0, wide_yaw, 3.0, *omni))
     assert figures(f"{TASK_ID}-WalkerNarrowTuning") == pytest.approx(
         (4.0, 0.15, 4.0, 0.3, 3.0, *omni))
+    # The heading walker keeps WALKER's kernels and ranges; its command steers by heading.
+    assert figures(f"{TASK_ID}-WalkerHeadingTuning") == figures(f"{TASK_ID}-WalkerTuning")
     # The sharpened walker starts with WALKER's kernels; its curriculum narrows them later.
     assert figures(f"{TASK_ID}-WalkerSharpenedTuning") == figures(f"{TASK_ID}-WalkerTuning")
     # Each candidate changes forward tracking in what it names there, and in nothing else.
@@ -218,7 +220,24 @@ def test_each_task_reaches_its_presets_terms_and_nothing_else():
                           "standing_stages": tuning.UPSTREAM_STANDING},
         "walker_sharpened": {"commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
                              "standing_stages": tuning.UPSTREAM_STANDING, "kernel_stages": ()},
+        "walker_heading": {"commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
+                           "standing_stages": tuning.UPSTREAM_STANDING, "heading": None},
     }
     for preset in tuning.CANDIDATE_PRESETS:
         back = replace(preset, name="forward_tracking", **undo[preset.name])
         assert back == tuning.FORWARD_TRACKING
+
+
+def test_the_heading_walker_trains_with_mjlabs_heading_command_in_half_the_envs():
+    from mjlab_microduck.tasks.velocity import TASK_ID, env_cfg_of_task
+
+    twist = env_cfg_of_task(f"{TASK_ID}-WalkerHeadingTuning").commands["twist"]
+    assert twist.heading_command and twist.rel_heading_envs == 0.5
+    assert twist.heading_control_stiffness == 0.5
+    assert twist.ranges.heading == pytest.approx((-math.pi, math.pi))
+    assert twist.rel_standing_envs == 0.10  # WALKER_NARROW's standing envs from iteration 0
+    # The play config (replays) commands the yaw rate in every env; the gait test steers itself.
+    play = env_cfg_of_task(f"{TASK_ID}-WalkerHeadingTuning", play=True).commands["twist"]
+    assert play.rel_heading_envs == 0.0 and play.rel_standing_envs == 0.0
+    walker = env_cfg_of_task(f"{TASK_ID}-WalkerTuning").commands["twist"]
+    assert not walker.heading_command and walker.ranges.heading is None

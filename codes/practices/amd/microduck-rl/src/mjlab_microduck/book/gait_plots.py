@@ -90,14 +90,23 @@ def _square_limits(axis: Axes) -> None:
     axis.set_aspect("equal", adjustable="box")
 
 
-def path_plot(paths: pd.DataFrame, cases: Sequence[str | GaitCase] | None = None) -> Figure:
+def path_plot(
+    paths: pd.DataFrame,
+    cases: Sequence[str | GaitCase] | None = None,
+    mode: str = gait.HEADING_MODE,
+) -> Figure:
     """Small multiples, one top-view panel per case (``paths`` as in a gait test's paths.csv).
 
     Robots are coloured by seed; ``cases`` picks and orders the panels (default: every case in
-    ``paths``, in the test's order).
+    ``paths``, in the test's order). A test run in both modes draws the paths of ``mode``
+    (``heading`` or ``open_loop``); a paths table without a mode column is drawn whole.
     """
     import matplotlib.pyplot as plt
 
+    if "mode" in paths.columns:
+        if mode not in set(paths["mode"]):
+            raise ValueError(f"no paths in mode {mode!r} (found {sorted(set(paths['mode']))})")
+        paths = paths[paths["mode"] == mode]
     chosen = _cases(paths, cases)
     rows = math.ceil(len(chosen) / COLUMNS)
     cols = min(COLUMNS, len(chosen))

@@ -164,6 +164,17 @@ def case_table(verdict: dict) -> pd.DataFrame:
     return table[keep]
 
 
+def drift_table(verdict: dict) -> pd.DataFrame:
+    """A gait verdict's open-loop drift per case (median and worst robot's |heading change| in
+    rad, each against its limit), for display; empty for a test run without that mode."""
+    rows = (verdict.get("open_loop_drift") or {}).get("table") or []
+    columns = ["median_abs_heading_change_rad", "max_abs_heading_change_rad",
+               "median_within", "worst_within"]  # fmt: skip
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    return pd.DataFrame(rows).set_index("label")[columns]
+
+
 def progress_frame(runs: list[SeedRun]) -> pd.DataFrame:
     """Every gait-tested checkpoint of ``runs`` in one frame: recipe, seed, then the columns of
     :meth:`SeedRun.progress` (iteration, minutes, one per skill, walker, failed conditions)."""

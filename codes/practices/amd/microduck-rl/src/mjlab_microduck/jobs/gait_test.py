@@ -101,6 +101,8 @@ class GaitTestRequest:
     """Case names (analysis.gait.CASES); None: all of them."""
     modes: tuple[Literal["heading", "open_loop"], ...] = gait.MODES
     """heading: the verdict's mode; open_loop: yaw-rate command held at 0, measured beside it."""
+    heading_stiffness: float = gait.HEADING_CONTROL_STIFFNESS
+    """The heading law's gain in heading mode, rad/s per rad (mjlab's velocity tasks: 0.5)."""
 
 
 @dataclass
@@ -198,6 +200,10 @@ def validate(request: GaitTestRequest) -> tuple[GaitCase, ...]:
         raise GaitTestError(f"robots_per_case must be at least 1 (got {request.robots_per_case})")
     if not (math.isfinite(request.duration_s) and request.duration_s > 0):
         raise GaitTestError(f"duration_s must be a positive number (got {request.duration_s})")
+    if not (math.isfinite(request.heading_stiffness) and request.heading_stiffness > 0):
+        raise GaitTestError(
+            f"heading_stiffness must be a positive number (got {request.heading_stiffness})"
+        )
     if not request.modes or len(set(request.modes)) != len(request.modes):
         raise GaitTestError(f"modes: give each of {', '.join(gait.MODES)} at most once")
     unknown_modes = [m for m in request.modes if m not in gait.MODES]
@@ -266,7 +272,7 @@ def _env_cfg(request: GaitTestRequest, blocks: Sequence[Block]):
     twist.resampling_time_range = (1.0e9, 1.0e9)
     # The heading law is on for every env; only the envs flagged as heading envs use it.
     twist.heading_command = True
-    twist.heading_control_stiffness = gait.HEADING_CONTROL_STIFFNESS
+    twist.heading_control_stiffness = request.heading_stiffness
     twist.ranges.heading = (-math.pi, math.pi)
     twist.rel_standing_envs = twist.rel_heading_envs = twist.rel_forward_envs = 0.0
     twist.rel_world_envs = twist.init_velocity_prob = 0.0
@@ -651,7 +657,7 @@ def _write_files(
         "thresholds": gait.THRESHOLDS,
         "push_time_s": gait.PUSH_TIME_S,
         "mode": gait.HEADING_MODE,
-        "heading_control_stiffness": gait.HEADING_CONTROL_STIFFNESS,
+        "heading_control_stiffness": request.heading_stiffness,
         # to_json writes NaN as null: the file stays strict JSON.
         "table": json.loads(result.verdict.table.to_json(orient="records")),
         "open_loop_drift": {
@@ -671,7 +677,6 @@ def _write_files(
     config["step_dt"] = result.step_dt
     config["thresholds"] = gait.THRESHOLDS
     config["modes"] = list(request.modes)
-    config["heading_control_stiffness"] = gait.HEADING_CONTROL_STIFFNESS
     return recording.write_finished_record(
         run_dir, "gait_test", config, request.device, started_iso, started, summary_of(result),
         [records.artifact(run_dir / f, run_dir, k) for f, k in kinds.items()],

@@ -1,8 +1,8 @@
 """Gait-test the checkpoints of running trainings as they are saved.
 
-Problem it solves: a recipe is judged by the first checkpoint that passes the gait test, and on
-a GPU lease there is no time to test them afterwards. This job builds the gait test's
-environment once (:class:`~mjlab_microduck.jobs.gait_test.GaitEvaluator`) and, while the
+Problem it solves: a recipe is judged by the first checkpoint that passes the gait test, and a
+GPU hour spent testing them afterwards is an hour not spent training. This job builds the gait
+test's environment once (:class:`~mjlab_microduck.jobs.gait_test.GaitEvaluator`) and, while the
 training runs it watches are still running, tests every checkpoint whose iteration is a
 multiple of ``every`` (and each run's last), newest first, writing one ``gait_test`` record
 each under ``out``. It stops when every watched run has finished and nothing is left to test,
@@ -97,7 +97,7 @@ def watch(request: GaitWatchRequest, log=print) -> list[gait_test.GaitRun]:
     try:
         while time.monotonic() - started < request.max_seconds:
             states = {run: _run_state(run)[0] for run in request.runs}
-            pending = [
+            waiting = [
                 p
                 for run in request.runs
                 for p in due_checkpoints(
@@ -105,9 +105,9 @@ def watch(request: GaitWatchRequest, log=print) -> list[gait_test.GaitRun]:
                 )
                 if p not in done
             ]
-            ready = [p for p in pending if _settled(p, request.settle_s)]
+            ready = [p for p in waiting if _settled(p, request.settle_s)]
             if not ready:
-                if not pending and all(s != "running" for s in states.values()):
+                if not waiting and all(s != "running" for s in states.values()):
                     break
                 time.sleep(request.poll_s)
                 continue

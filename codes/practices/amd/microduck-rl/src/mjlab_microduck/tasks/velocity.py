@@ -392,3 +392,5 @@ def _apply_play_overrides(cfg: ManagerBasedRlEnvCfg) -> None:
     twist = cfg.commands["twist"]
     assert isinstance(twist, UniformVelocityCommandCfg)
     twist.rel_standing_envs = 0.0
+    # A replay holds the yaw rate it is given; the gait test switches heading envs on itself.
+    twist.rel_heading_envs = 0.0

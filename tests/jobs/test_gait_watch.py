@@ -1,0 +1,138 @@
+"""The gait watcher: which checkpoints are due, newest first, and when it stops.
+
+What this proves (no simulator: the evaluator is a fake that records what it was asked):
+
+* due checkpoints are the multiples of ``every`` from ``min_iteration`` on, plus the last one
+  once its run has finished; a run whose log folder does not exist yet has none;
+* the watcher tests the newest ready checkpoint first, skips files still being written, writes
+  one gait_test record per checkpoint and stops once every run has finished and nothing is due;
+* bad input (no run, a folder without a record, ``every`` < 1, runs of two tasks) is one line
+  and exit status 2 from ``microduck gait-watch``, with nothing written.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from test_gait_test import MODEL_1498, synthetic_result
+
+from mjlab_microduck.cli import gait_watch as gait_watch_cli
+from mjlab_microduck.jobs import gait_test, gait_watch
+from mjlab_microduck.runs import records
+
+TASK = "Mjlab-Velocity-Flat-MicroDuck-WalkerHeadingTuning"
+
+
+def make_run(root: Path, name: str, iterations, status="running", task=TASK, age_s=60.0):
+    """A training run folder as ``microduck train`` leaves it, with empty checkpoint files."""
+    run = root / name
+    run.mkdir(parents=True)
+    record = records.load_record(MODEL_1498.parent).model_copy(
+        update={"run_id": name, "status": status, "config": {"task": task}}
+    )
+    records.write_record(record, run)
+    log_dir = run / "logs" / "rsl_rl" / "microduck_velocity" / f"stamp_{name}"
+    log_dir.mkdir(parents=True)
+    for it in iterations:
+        path = log_dir / f"model_{it}.pt"
+        path.write_bytes(MODEL_1498.read_bytes())
+        stamp = time.time() - age_s
+        os.utime(path, (stamp, stamp))
+    return run
+
+
+def test_due_checkpoints_are_the_multiples_and_the_last_of_a_finished_run(tmp_path):
+    run = make_run(tmp_path, "a", [0, 50, 100, 150, 175])
+    due = gait_watch.due_checkpoints(run, every=50, min_iteration=100, finished=False)
+    assert [p.name for p in due] == ["model_100.pt", "model_150.pt"]
+    due = gait_watch.due_checkpoints(run, every=50, min_iteration=100, finished=True)
+    assert [p.name for p in due] == ["model_100.pt", "model_150.pt", "model_175.pt"]
+    empty = tmp_path / "b"
+    empty.mkdir()
+    records.write_record(records.load_record(MODEL_1498.parent), empty)
+    assert gait_watch.due_checkpoints(empty, 50, 0, finished=False) == []
+
+
+class FakeEvaluator:
+    built: list = []
+
+    def __init__(self, request):
+        self.request = request
+        self.evaluated: list[str] = []
+        FakeEvaluator.built.append(self)
+
+    def evaluate(self, path, progress=True, checkpoint=None):
+        self.evaluated.append(Path(path).name)
+        result = synthetic_result(True)
+        result.checkpoint = Path(path)
+        return result
+
+    def close(self):
+        self.closed = True
+
+
+def test_newest_first_one_record_each_and_stops_when_the_runs_are_done(tmp_path, monkeypatch):
+    FakeEvaluator.built.clear()
+    monkeypatch.setattr(gait_test, "GaitEvaluator", FakeEvaluator)
+    a = make_run(tmp_path, "a", [0, 100, 200, 250], status="ok")
+    b = make_run(tmp_path, "b", [100, 200], status="ok")
+    # A checkpoint written a moment ago is left until it has settled.
+    fresh = make_run(tmp_path, "c", [300], status="ok", age_s=0.0)
+    out = tmp_path / "gait"
+    lines: list[str] = []
+    request = gait_watch.GaitWatchRequest(
+        runs=(a, b, fresh), out=out, every=100, min_iteration=100, profile="ci",
+        poll_s=0.05, settle_s=0.5, max_seconds=30,
+    )  # fmt: skip
+    written = gait_watch.watch(request, log=lines.append)
+    (evaluator,) = FakeEvaluator.built
+    assert evaluator.request.task == TASK and evaluator.closed
+    assert evaluator.request.seeds == gait_test.PROFILE_SIZES["ci"][0]
+    # Newest first; the unsettled model_300 came last, once it had settled.
+    first = evaluator.evaluated[:5]
+    assert sorted(first[:2]) == ["model_200.pt", "model_250.pt"] or first[0] == "model_300.pt"
+    assert sorted(evaluator.evaluated) == sorted(
+        ["model_100.pt", "model_200.pt", "model_250.pt", "model_100.pt", "model_200.pt",
+         "model_300.pt"]
+    )  # fmt: skip
+    assert len(written) == 6 and len(list(out.iterdir())) == 6 and len(lines) == 6
+    for run in written:
+        record = records.load_record(run.run_dir)
+        assert record.kind == "gait_test" and record.status == "ok"
+    assert any(line.startswith("gait_a_model_250: PASSED") for line in lines)
+
+
+def test_a_running_run_is_waited_for_until_max_seconds(tmp_path, monkeypatch):
+    FakeEvaluator.built.clear()
+    monkeypatch.setattr(gait_test, "GaitEvaluator", FakeEvaluator)
+    run = make_run(tmp_path, "a", [100], status="running")
+    request = gait_watch.GaitWatchRequest(
+        runs=(run,), out=tmp_path / "gait", every=100, poll_s=0.05, max_seconds=0.5
+    )
+    started = time.monotonic()
+    written = gait_watch.watch(request, log=lambda line: None)
+    assert len(written) == 1 and 0.5 <= time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "missing required argument"),
+        (["--runs", "{missing}"], "no run record (record.json) there"),
+        (["--runs", "{a}", "--every", "0"], "--every must be at least 1"),
+        (["--runs", "{a}", "{other}"], "must share one task"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path, capsys):
+    a = make_run(tmp_path, "a", [100])
+    other = make_run(tmp_path, "other", [100], task="Mjlab-Velocity-Flat-MicroDuck")
+    names = {"a": a, "other": other, "missing": tmp_path / "missing"}
+    out = tmp_path / "gait"
+    argv = [arg.format(**names) for arg in args] + ["--out", str(out)]
+    assert gait_watch_cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+    assert not out.exists()
