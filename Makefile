@@ -33,9 +33,10 @@ BOOK_SOURCES := _config.yml _toc.yml $(wildcard book/*.md book/_extra/*) $(wildc
 
 # Run tools from the chosen environment: its bin/ first on PATH so the notebook kernel
 # ("python3", resolved by jupyter_client) is this environment's Python, and no tracker
-# tries to reach the network.
+# tries to reach the network; long loops print a few milestone lines (a built page cannot
+# redraw a progress bar).
 RUN := env PATH="$(VENV_ABS)/bin:$$PATH" WANDB_MODE="$${WANDB_MODE:-offline}" \
-	MJLAB_WARP_QUIET="$${MJLAB_WARP_QUIET:-1}"
+	MJLAB_WARP_QUIET="$${MJLAB_WARP_QUIET:-1}" MICRODUCK_PROGRESS="$${MICRODUCK_PROGRESS:-milestones}"
 
 .PHONY: help venv system-deps book test results chapter-times clean
 

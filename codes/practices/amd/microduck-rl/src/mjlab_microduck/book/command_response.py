@@ -36,23 +36,25 @@ def sweep(
 
     Lateral and yaw commands stay as the request has them (zero in the protocol); video is off.
     """
-    from tqdm.auto import tqdm
+    from mjlab_microduck.runtime.progress import progress_bar
 
     if not commands:
         raise replay.ReplayError("command sweep needs at least one command")
     rows = []
-    for command in tqdm(commands, desc="commands", disable=not progress):
-        one = replace(request, lin_vel_x=float(command), video=False, gif=False)
-        trajectory, _, dt = replay.simulate(one, progress=False)
-        metrics = replay.compute_metrics(trajectory, (one.lin_vel_x, one.lin_vel_y), dt)
-        drift = replay.drift_metrics(trajectory)
-        rows.append(
-            {
-                "command_mps": float(command),
-                **asdict(metrics),
-                "heading_change_rad": drift["heading_change_rad"],
-            }
-        )
+    with progress_bar(len(commands), "commands", enabled=progress) as bar:
+        for command in commands:
+            one = replace(request, lin_vel_x=float(command), video=False, gif=False)
+            trajectory, _, dt = replay.simulate(one, progress=False)
+            metrics = replay.compute_metrics(trajectory, (one.lin_vel_x, one.lin_vel_y), dt)
+            drift = replay.drift_metrics(trajectory)
+            rows.append(
+                {
+                    "command_mps": float(command),
+                    **asdict(metrics),
+                    "heading_change_rad": drift["heading_change_rad"],
+                }
+            )
+            bar.update()
     return pd.DataFrame(rows)
 
 

@@ -356,8 +356,9 @@ class GaitEvaluator:
         self.blocks = blocks_of(request, self.cases)
         n = request.robots_per_case
         cfg = _env_cfg(request, self.blocks)
-        # Set-up chatter is passed on after a good set-up, dropped when the input was bad.
-        with held_output((2,), echo=True) as setup_output:
+        # Set-up warnings (stderr) are passed on after a good set-up, dropped when the input was
+        # bad; mjlab's manager tables and rsl_rl's network dump (stdout) are never shown.
+        with held_output((1,)), held_output((2,), echo=True) as setup_output:
             self.env = ManagerBasedRlEnv(cfg=cfg, device=request.device)
             try:
                 self.wrapped = RslRlVecEnvWrapper(self.env)

@@ -470,9 +470,10 @@ def replay_env(request: ReplayRequest) -> Iterator[tuple]:
 
     fault = faults.frozen_broadphase() if request.frozen_broadphase else nullcontext()
     with fault:
-        # What mjlab and Warp print while the env is built is passed on after a good set-up and
-        # dropped when the checkpoint does not fit, so bad input reads as one line.
-        with held_output((2,), echo=True) as setup_output:
+        # What mjlab and Warp write to stderr while the env is built is passed on after a good
+        # set-up and dropped when the checkpoint does not fit, so bad input reads as one line;
+        # mjlab's manager tables and rsl_rl's network dump (stdout) are never shown.
+        with held_output((1,)), held_output((2,), echo=True) as setup_output:
             env = ManagerBasedRlEnv(
                 cfg=cfg, device=request.device, render_mode="rgb_array" if request.video else None
             )
@@ -505,15 +506,20 @@ def replay_env(request: ReplayRequest) -> Iterator[tuple]:
 def simulate(request: ReplayRequest, progress: bool = True):
     """Run the replay; returns (trajectory frame, rgb frames, control dt)."""
     import torch
-    from tqdm.auto import tqdm
 
-    with replay_env(request) as (env, wrapped, policy, command):
+    from mjlab_microduck.runtime.progress import progress_bar
+
+    with (
+        replay_env(request) as (env, wrapped, policy, command),
+        progress_bar(request.frames, "replay frames", enabled=progress) as bar,
+    ):
         rows, images = [], []
         obs = wrapped.get_observations()
         robot = env.scene["robot"]
         dt = float(env.step_dt)
         yaw0 = None
-        for frame in tqdm(range(request.frames), desc="replay frames", disable=not progress):
+        for frame in range(request.frames):
+            bar.update()
             cmd = command.check(frame, obs)
             with torch.inference_mode():
                 actions = policy(obs)

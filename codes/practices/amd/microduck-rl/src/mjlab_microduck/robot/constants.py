@@ -59,7 +59,11 @@ FEET_COLLISION = CollisionCfg(
 
 # The XML position servos (kp 0.52, +-0.91 N m) keep their gains; mjlab adds a command delay
 # of 0-3 physics steps (0-15 ms), a cheap model of the servo bus latency.
-MICRODUCK_ACTUATORS = XmlActuatorCfg(target_names_expr=(".*",), delay_min_lag=0, delay_max_lag=3)
+# The servos are named after their joints; naming them (rather than ".*") keeps the sites
+# (imu, feet, cameras) out of the match, and the order is the model's either way.
+MICRODUCK_ACTUATORS = XmlActuatorCfg(
+    target_names_expr=LEG_JOINTS + HEAD_JOINTS, delay_min_lag=0, delay_max_lag=3
+)
 
 MICRODUCK_ARTICULATION = EntityArticulationInfoCfg(
     actuators=(MICRODUCK_ACTUATORS,),

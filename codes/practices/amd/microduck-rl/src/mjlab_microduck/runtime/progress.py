@@ -6,8 +6,8 @@ of them. :func:`progress_bar` draws a bar only where it can be redrawn (a termin
 Jupyter kernel) and otherwise prints a handful of milestone lines.
 
 ``MICRODUCK_PROGRESS`` chooses: ``bar``, ``milestones`` or ``off``; unset, a terminal or a
-Jupyter kernel gets the bar and anything else the milestones. The book build sets
-``milestones``. ``enabled=False`` prints nothing at all.
+Jupyter kernel with ipywidgets gets the bar and anything else the milestones. The book build
+sets ``milestones`` (its kernels have no page to redraw). ``enabled=False`` prints nothing.
 """
 
 from __future__ import annotations
@@ -25,12 +25,15 @@ MILESTONES = (0.25, 0.5, 0.75, 1.0)
 """Fractions of the total at which the milestone style prints a line."""
 
 
-def _in_jupyter_kernel() -> bool:
+def _in_jupyter_kernel_with_widgets() -> bool:
+    """A Jupyter kernel that can draw tqdm's widget bar (ipywidgets installed)."""
     shell = sys.modules.get("IPython")
-    if shell is None:
+    ip = shell.get_ipython() if shell is not None and hasattr(shell, "get_ipython") else None
+    if ip is None or type(ip).__name__ != "ZMQInteractiveShell":
         return False
-    ip = shell.get_ipython() if hasattr(shell, "get_ipython") else None
-    return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
+    import importlib.util
+
+    return importlib.util.find_spec("ipywidgets") is not None
 
 
 def style(stream: TextIO | None = None) -> str:
@@ -41,7 +44,7 @@ def style(stream: TextIO | None = None) -> str:
             raise ValueError(f"{ENV_VAR}={chosen!r}: use one of {', '.join(STYLES)}")
         return chosen
     stream = stream or sys.stderr
-    if getattr(stream, "isatty", lambda: False)() or _in_jupyter_kernel():
+    if getattr(stream, "isatty", lambda: False)() or _in_jupyter_kernel_with_widgets():
         return "bar"
     return "milestones"
 

@@ -7,10 +7,13 @@ mjlab lacks lives here.
 
 from __future__ import annotations
 
+import functools
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypedDict
 
 import torch
+from mjlab.envs.mdp import dr
 from mjlab.managers.scene_entity_config import SceneEntityCfg
 
 from mjlab_microduck.robot.constants import FOOT_SITES
@@ -51,6 +54,21 @@ def raise_standing_fraction(
     cfg = env.command_manager.get_term(command_name).cfg
     cfg.rel_standing_envs = standing_fraction_at(env.common_step_counter, stages)
     return {"rel_standing_envs": torch.tensor(cfg.rel_standing_envs)}
+
+
+@functools.wraps(dr.body_mass)  # keeps model_fields and recompute, which mjlab reads
+def body_mass_at_com(env: ManagerBasedRlEnv, env_ids: torch.Tensor | None, **params) -> None:
+    """``dr.body_mass`` without its warning that inertia is left unchanged.
+
+    That is the model intended here: the upstream task's +-5 % mass errors (servo and battery
+    tolerances) as point masses at each body's centre of mass, the randomisation every
+    published policy was trained with. mjlab warns about it on every startup.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="dr.body_mass only randomizes mass", category=UserWarning
+        )
+        dr.body_mass(env, env_ids, **params)
 
 
 def trunk_below_height(trunk_z_m: torch.Tensor, min_height_m: float) -> torch.Tensor:

@@ -291,7 +291,7 @@ def _configure_events(cfg: ManagerBasedRlEnvCfg) -> None:
     cfg.events["base_com"].params["ranges"] = {i: (-0.003, 0.003) for i in range(3)}
     cfg.events["body_mass"] = EventTermCfg(
         mode="startup",
-        func=dr.body_mass,
+        func=duck_mdp.body_mass_at_com,
         params={
             "asset_cfg": SceneEntityCfg("robot", body_names=(".*",)),
             "operation": "scale",
