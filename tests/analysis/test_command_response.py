@@ -8,8 +8,7 @@ import pandas as pd
 import pytest
 
 from mjlab_microduck.analysis import acceptance, command_response
-from mjlab_microduck.book import command_response as book_cr
-from mjlab_microduck.book import results
+from mjlab_microduck.book import command_sweep, results
 from mjlab_microduck.jobs import replay
 from mjlab_microduck.tasks.tuning import STEPPING
 from mjlab_microduck.tasks.velocity import preset_task_id
@@ -51,7 +50,7 @@ def test_one_command_has_no_slope_and_no_commands_no_sweep():
     with pytest.raises(ValueError, match="two different commands"):
         command_response.response_slope(_swept((0.1, 0.1), commands=(0.15, 0.15)))
     with pytest.raises(replay.ReplayError, match="at least one command"):
-        book_cr.sweep(replay.ReplayRequest(checkpoint=RECIPE_1498), commands=())
+        command_sweep.sweep(replay.ReplayRequest(checkpoint=RECIPE_1498), commands=())
 
 
 @pytest.mark.parametrize(
@@ -70,14 +69,14 @@ def test_one_command_has_no_slope_and_no_commands_no_sweep():
     ],
 )  # fmt: skip
 def test_verdict_sentence_names_what_the_sweep_shows(velocities, done, expected):
-    assert book_cr.verdict_sentence(_swept(velocities, done=done)) == expected
+    assert command_sweep.verdict_sentence(_swept(velocities, done=done)) == expected
 
 
 def test_plot_response_draws_the_measured_points_and_both_guides():
     import matplotlib
 
     matplotlib.use("Agg")
-    fig = book_cr.plot_response(_swept((0.0, 0.1, 0.2)))
+    fig = command_sweep.plot_response(_swept((0.0, 0.1, 0.2)))
     ideal, half, measured = fig.axes[0].lines
     assert list(ideal.get_ydata()) == [0.0, 0.4]
     assert list(half.get_ydata()) == [0.0, 0.2]
@@ -90,7 +89,7 @@ def test_the_published_stepping_policy_walks_one_pace_whatever_the_command():
     """Chapter 6's finding, on this CPU: told to stand or to go 0.4 m/s, the stepping policy
     goes forward at about the same speed; the commands do reach it (it turns differently)."""
     request = replay.ReplayRequest(checkpoint=STEPPING_750, task=STEPPING_TASK)
-    swept = book_cr.sweep(request, commands=(0.0, 0.4), progress=False)
+    swept = command_sweep.sweep(request, commands=(0.0, 0.4), progress=False)
     assert list(swept["command_mps"]) == [0.0, 0.4]
     assert (swept["done_count"] == 0).all()
     standing, fast = swept["mean_forward_velocity_mps"]
@@ -107,7 +106,7 @@ def test_the_published_recipe_policy_stands_when_told_and_speeds_up_when_told():
     """Chapter 6's sweep of the recipe run's last checkpoint, on this CPU: still under a zero
     command, walking faster under 0.4 than under 0.15 m/s (measured 0.001, 0.087, 0.183)."""
     request = replay.ReplayRequest(checkpoint=RECIPE_1498, task=acceptance.RECIPE_TASK)
-    swept = book_cr.sweep(request, commands=(0.0, 0.15, 0.4), progress=False)
+    swept = command_sweep.sweep(request, commands=(0.0, 0.15, 0.4), progress=False)
     assert (swept["done_count"] == 0).all()
     standing, protocol, fast = swept["mean_forward_velocity_mps"]
     assert abs(standing) < 0.01

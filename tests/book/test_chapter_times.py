@@ -273,7 +273,7 @@ def test_chapters_4_and_5_time_the_recipe_stages_they_read():
 
 
 def test_chapter_6_times_the_gait_test_and_the_replays_it_makes():
-    from mjlab_microduck.analysis import acceptance as acc
+    from mjlab_microduck.analysis import acceptance
     from mjlab_microduck.book import walker_results as wr
     from mjlab_microduck.jobs import gait_test
 
@@ -285,9 +285,9 @@ def test_chapter_6_times_the_gait_test_and_the_replays_it_makes():
     assert list(config["seeds"]) == list(request.seeds)
     assert config["robots_per_case"] == request.robots_per_case
     root = results.results_root()
-    recorded = acc.recorded_replays(root)
-    protocol = {acc.recorded_protocol_replay(c, recorded).where.name
-                for c in acc.published_checkpoints(root)}  # fmt: skip
+    recorded = acceptance.recorded_replays(root)
+    protocol = {acceptance.recorded_protocol_replay(c, recorded).where.name
+                for c in acceptance.published_checkpoints(root)}  # fmt: skip
     (pattern,) = replay_work.runs
     assert protocol == {p.name for p in root.glob(pattern)}
     assert [w.runs for w in untimed] == [(), ()]

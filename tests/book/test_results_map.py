@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mjlab_microduck.analysis import acceptance as acc
+from mjlab_microduck.analysis import acceptance
 from mjlab_microduck.book import chapter_times as ct
 from mjlab_microduck.book import results, tables
 from mjlab_microduck.book import results_map as rm
@@ -331,14 +331,14 @@ def test_every_folder_a_page_names_or_globs_in_its_source_is_in_its_map():
 
 def test_chapters_4_and_6_read_the_runs_preset_outcomes_reads():
     root = results.results_root()
-    replays = acc.recorded_replays(root)
+    replays = acceptance.recorded_replays(root)
     used = set()
-    for task in acc.recorded_presets(root).values():
-        if not acc.recorded_preset_rows(root, task):
+    for task in acceptance.recorded_presets(root).values():
+        if not acceptance.recorded_preset_rows(root, task):
             continue  # a recipe without protocol replays (the walkers) is no row of the table
-        for ckpt in acc.published_checkpoints(root, task=task):
+        for ckpt in acceptance.published_checkpoints(root, task=task):
             used.add(ckpt.run)
-            replay = acc.recorded_protocol_replay(ckpt, replays, task=task)
+            replay = acceptance.recorded_protocol_replay(ckpt, replays, task=task)
             if replay is not None:
                 used.add(replay.where.name)
     for doc in ("notebooks/04_train_500", "notebooks/06_replay"):

@@ -32,8 +32,7 @@ import pytest
 import torch
 
 from mjlab_microduck.analysis import acceptance
-from mjlab_microduck.book import acceptance as book_acc
-from mjlab_microduck.book import results
+from mjlab_microduck.book import replay_pages, results
 from mjlab_microduck.cli import replay as replay_cli
 from mjlab_microduck.compat import faults
 from mjlab_microduck.jobs import replay
@@ -393,7 +392,7 @@ def test_ranking_prefers_stable_then_faster_then_more_accurate():
 
 
 def test_rules_reproduce_the_reported_conclusion():
-    rows = book_acc.reference_rows()
+    rows = replay_pages.reference_rows()
     assert list(rows) == [
         "model_499.pt", "model_750.pt", "model_1000.pt", "model_1250.pt", "model_1498.pt"
     ]  # fmt: skip
@@ -403,11 +402,11 @@ def test_rules_reproduce_the_reported_conclusion():
     assert not acceptance.verdict(rows["model_499.pt"]).walks  # stands but does not walk
     assert acceptance.verdict(rows["model_750.pt"]).walks
     assert not acceptance.verdict(rows["model_1498.pt"]).walks  # stable, not the best tracker
-    sentence = book_acc.acceptance_sentence(rows)
+    sentence = replay_pages.acceptance_sentence(rows)
     assert sentence.startswith("2 of the 5 replayed checkpoints walk") and "model_750" in sentence
-    only = book_acc.acceptance_sentence({"model_499.pt": rows["model_499.pt"]})
+    only = replay_pages.acceptance_sentence({"model_499.pt": rows["model_499.pt"]})
     assert only.endswith("The 4-s rule is not met.") and "0.0052 m/s of the 0.075" in only
-    table = book_acc.reference_table()
+    table = replay_pages.reference_table()
     assert list(table.columns) == list(acceptance.TABLE_COLUMNS)
     assert set(table["fell-like fraction"]) == {"0 (implied by the minima)"}
 
@@ -428,14 +427,14 @@ def test_device_comparison_shows_both_values_and_the_difference():
     velocity = table["mean forward velocity (m/s)"]
     assert velocity.tolist() == pytest.approx([0.1, 0.12, 0.02])
     assert table["min trunk z (m)"].iloc[2] == pytest.approx(-0.005)
-    sentence = book_acc.device_agreement_sentence(live, recorded)
+    sentence = replay_pages.device_agreement_sentence(live, recorded)
     assert "outcomes agree" in sentence and "0.0200 m/s in mean forward velocity" in sentence
-    assert "differ for model_1.pt" in book_acc.device_agreement_sentence(
+    assert "differ for model_1.pt" in replay_pages.device_agreement_sentence(
         live, {"model_1.pt": summary(done=1)}
     )
-    assert book_acc.format_table(table.iloc[[2]])["4 s displacement (m)"].iloc[0] == "0.0800"
+    assert replay_pages.format_table(table.iloc[[2]])["4 s displacement (m)"].iloc[0] == "0.0800"
     tiny = pd.DataFrame({"min upright": [-1e-7]})
-    assert book_acc.format_table(tiny)["min upright"].iloc[0] == "0.0000"  # never "-0.0000"
+    assert replay_pages.format_table(tiny)["min upright"].iloc[0] == "0.0000"  # never "-0.0000"
 
 
 # ----------------------------------------------------------------------------- discovery
@@ -535,10 +534,10 @@ def test_best_recorded_checkpoint_of_a_preset_follows_its_recorded_replays():
 def test_publish_video_copies_under_book_extra(tmp_path):
     src = tmp_path / "clip.mp4"
     src.write_bytes(b"\x00\x00\x00\x18ftypmp42")
-    url = book_acc.publish_video(src, tmp_path, "ch06_test.mp4")
+    url = replay_pages.publish_video(src, tmp_path, "ch06_test.mp4")
     assert url == "../media/ch06_test.mp4"
     assert (tmp_path / "book/_extra/media/ch06_test.mp4").read_bytes() == src.read_bytes()
     with pytest.raises(ValueError):
-        book_acc.publish_video(src, tmp_path, "../escape.mp4")
-    html = book_acc.video_html(url, caption="c")
+        replay_pages.publish_video(src, tmp_path, "../escape.mp4")
+    html = replay_pages.video_html(url, caption="c")
     assert '<source src="../media/ch06_test.mp4" type="video/mp4">' in html

@@ -14,7 +14,7 @@ cells. This module
 * states the acceptance rule and the best-checkpoint rule as functions of that table,
 
 Live replays, sentences, videos and the reference figures are in
-:mod:`mjlab_microduck.book.acceptance`. Nothing here imports torch or mjlab.
+:mod:`mjlab_microduck.book.replay_pages`. Nothing here imports torch or mjlab.
 """
 
 from __future__ import annotations
@@ -60,8 +60,6 @@ TABLE_COLUMNS: dict[str, str] = {
     "terminations": "done_count",
     "fell-like fraction": "fell_like_fraction",
 }
-VELOCITY_COLUMN = "mean forward velocity (m/s)"
-ERROR_COLUMN = "mean abs velocity error (m/s)"
 
 
 # ----------------------------------------------------------------------------- discovery

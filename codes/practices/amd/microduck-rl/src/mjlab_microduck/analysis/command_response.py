@@ -8,7 +8,7 @@ rises with the command (slope near 1), a fixed gait's stays flat (slope near 0),
 gait also walks off when it is told to stand.
 
 ``response_slope`` is the least-squares slope of the measured forward velocity against the
-command, measured by :func:`mjlab_microduck.book.command_response.sweep` (one replay per
+command, measured by :func:`mjlab_microduck.book.command_sweep.sweep` (one replay per
 command). Nothing here imports torch or mjlab.
 """
 

@@ -37,7 +37,6 @@ WALKER = Recipe("walker", "Mjlab-Velocity-Flat-MicroDuck-WalkerTuning", ("main",
 WALKER_NARROW = Recipe(
     "walker_narrow", "Mjlab-Velocity-Flat-MicroDuck-WalkerNarrowTuning", ("main",)
 )
-RECIPES = (WALKER, WALKER_NARROW)
 WALKER_TASK = WALKER.task
 
 

@@ -20,7 +20,6 @@ from mjlab.utils.spec_config import CollisionCfg
 from mjlab_microduck.robot.figures import FIGURES
 from mjlab_microduck.robot.model import build_spec
 
-TOTAL_MASS_KG: float = float(FIGURES["total_mass_kg"])
 HOME_POSE: dict[str, float] = dict(FIGURES["home_pose"])
 ROOT_BODY = "trunk_base"
 FOOT_SITES = ("left_foot", "right_foot")

@@ -66,16 +66,6 @@ class Profile:
     seed: int = 42
 
     @property
-    def smoke_envs(self) -> int:
-        """Environments of the first (reference) smoke run."""
-        return self.smoke_sizes[0][0]
-
-    @property
-    def smoke_iterations(self) -> int:
-        """Iterations of the first (reference) smoke run."""
-        return self.smoke_sizes[0][1]
-
-    @property
     def main_last_iteration(self) -> int:
         """Index of the main run's last checkpoint (``model_<n>.pt``)."""
         return self.main_iterations - 1

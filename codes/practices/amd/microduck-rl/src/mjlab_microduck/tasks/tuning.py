@@ -8,9 +8,11 @@ once a foot has been up for 0.125 s, which random joint targets on 0.52 N m/rad 
 never achieve. Chapter 4 shows the recorded runs of every preset here.
 
 Each preset is a frozen dataclass; the task factory takes one, and each registered task says
-which preset it uses. ``FORWARD_TRACKING`` is the default task's: the only preset whose
-recorded run ends with a checkpoint that walks forward at the speed it is told (chapter 6).
-The others stay registered so their recorded runs can be replayed and repeated.
+which preset it uses. ``FORWARD_TRACKING`` is the default task's, the recipe of the 256-env
+reproduction (chapters 3-5): its speed rises with a forward command, but it turns as it walks
+and fails the gait test (chapter 6). The walker presets train at 4096 envs over the whole
+command space; ``WALKER_HEADING`` also trains with mjlab's heading command. Every preset stays
+registered so its recorded runs can be replayed and repeated.
 """
 
 from __future__ import annotations
