@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Train several seeds of one task side by side on one GPU and gait-test their checkpoints as
+# they are saved. A recipe is judged on three seeds; at 4096 envs one training uses a fraction
+# of a large GPU, so three fit on one, each in its own process (under CUDA MPS when it can be
+# started, which lets their kernels overlap).
+#
+# Usage: train_side_by_side.sh TASK ITERATIONS OUT_DIR [SEED ...]     (default seeds: 42 43 44)
+# Environment:
+#   NUM_ENVS [4096]  SAVE_INTERVAL [50]  DEVICE [cuda:0]
+#   WATCH_EVERY [50]  WATCH_FROM [250]   gait-test every WATCH_EVERY-th checkpoint from
+#                                        iteration WATCH_FROM on (WATCH_EVERY=0: no watcher)
+#   MICRODUCK [python3 -m mjlab_microduck.cli]   the microduck command
+# Everything is started detached (setsid): the script returns at once and prints where the
+# logs are. OUT_DIR/runs holds the training runs, OUT_DIR/gait the gait tests, OUT_DIR/*.log
+# each process's output. Bad input: one line, exit 2, nothing started or created.
+set -euo pipefail
+if [ $# -lt 3 ]; then sed -n '2,/^set -/{/^set -/!p;}' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; fi
+TASK=$1; ITERS=$2; OUT=$3; shift 3
+SEEDS=("$@"); [ ${#SEEDS[@]} -gt 0 ] || SEEDS=(42 43 44)
+NUM_ENVS=${NUM_ENVS:-4096}; SAVE_INTERVAL=${SAVE_INTERVAL:-50}; DEVICE=${DEVICE:-cuda:0}
+WATCH_EVERY=${WATCH_EVERY:-50}; WATCH_FROM=${WATCH_FROM:-250}
+read -r -a MICRODUCK <<< "${MICRODUCK:-python3 -m mjlab_microduck.cli}"
+refuse() { echo "train_side_by_side.sh: $*" >&2; exit 2; }
+[[ $ITERS =~ ^[1-9][0-9]*$ ]] || refuse "ITERATIONS must be a positive integer (got $ITERS)"
+for s in "${SEEDS[@]}"; do [[ $s =~ ^[0-9]+$ ]] || refuse "seeds must be integers (got $s)"; done
+[ -e "$OUT" ] && refuse "$OUT exists: an earlier run is never overwritten"
+
+mkdir -p "$OUT/runs" "$OUT/gait"
+OUT=$(readlink -f "$OUT")
+if command -v nvidia-cuda-mps-control >/dev/null && nvidia-cuda-mps-control -d 2>/dev/null; then
+  echo "CUDA MPS started"
+fi
+names=()
+for seed in "${SEEDS[@]}"; do
+  # Mjlab-Velocity-Flat-MicroDuck-WalkerHeadingTuning -> walker_heading_s42
+  stem=$(echo "$TASK" | sed 's/.*MicroDuck-\{0,1\}//; s/Tuning$//; s/\([a-z0-9]\)\([A-Z]\)/\1_\2/g')
+  name="$(echo "${stem:-microduck}" | tr '[:upper:]' '[:lower:]')_s$seed"
+  names+=("$name")
+  mkdir -p "$OUT/work_$seed"
+  (cd "$OUT/work_$seed" && setsid nohup "${MICRODUCK[@]}" train --name "$name" --task "$TASK" \
+     --num-envs "$NUM_ENVS" --iterations "$ITERS" --save-interval "$SAVE_INTERVAL" \
+     --seed "$seed" --device "$DEVICE" --logs-root "$OUT/runs" --profile full \
+     > "$OUT/train_$seed.log" 2>&1 < /dev/null &)
+done
+echo "started ${#SEEDS[@]} trainings of $TASK, $ITERS iterations, $NUM_ENVS envs each"
+if [ "$WATCH_EVERY" != 0 ]; then
+  # The watcher needs the run folders, which each training makes once its input is checked.
+  for _ in $(seq 120); do
+    [ "$(find "$OUT/runs" -mindepth 1 -maxdepth 1 -type d | wc -l)" -ge ${#SEEDS[@]} ] && break
+    sleep 1
+  done
+  (cd "$OUT" && setsid nohup "${MICRODUCK[@]}" gait-watch --runs "$OUT"/runs/*/ \
+     --profile full --device "$DEVICE" --every "$WATCH_EVERY" --min-iteration "$WATCH_FROM" \
+     --out "$OUT/gait" > "$OUT/watch.log" 2>&1 < /dev/null &)
+  echo "gait watcher started: every ${WATCH_EVERY}th checkpoint from $WATCH_FROM"
+fi
+echo "logs: $OUT/train_<seed>.log, $OUT/watch.log; runs: $OUT/runs; gait tests: $OUT/gait"

@@ -1,0 +1,92 @@
+"""Tests for codes/practices/amd/microduck-rl/scripts/train_side_by_side.sh, with no GPU.
+
+The ``microduck`` command is replaced (``MICRODUCK=``) by a stub that logs its argv and, for
+``train``, makes the run folder a real training would make; the tests assert on what was
+started with which arguments, and that bad input starts and creates nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "codes/practices/amd/microduck-rl/scripts/train_side_by_side.sh"
+TASK = "Mjlab-Velocity-Flat-MicroDuck-WalkerHeadingTuning"
+STUB = """#!/usr/bin/env bash
+echo "$*" >> "$STUB_LOG"
+if [ "$1" = train ]; then
+  while [ $# -gt 0 ]; do
+    case $1 in --name) name=$2;; --logs-root) root=$2;; esac; shift
+  done
+  mkdir -p "$root/stamp_$name"
+fi
+"""
+
+
+def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    stub = tmp_path / "microduck"
+    stub.write_text(STUB)
+    stub.chmod(0o755)
+    env = dict(os.environ, MICRODUCK=str(stub), STUB_LOG=str(tmp_path / "calls.log"),
+               PATH="/usr/bin:/bin")  # fmt: skip
+    return subprocess.run(["bash", str(SCRIPT), *args], env=env, capture_output=True, text=True,
+                          timeout=60, check=False)  # fmt: skip
+
+
+def calls(tmp_path: Path, expected: int) -> list[str]:
+    log = tmp_path / "calls.log"
+    for _ in range(100):  # the processes are detached: wait for them to log
+        lines = log.read_text().splitlines() if log.exists() else []
+        if len(lines) >= expected:
+            return lines
+        time.sleep(0.05)
+    return lines
+
+
+def test_three_seeds_train_side_by_side_and_one_watcher_tests_them(tmp_path):
+    out = tmp_path / "walker"
+    proc = run(tmp_path, TASK, "1000", str(out))
+    assert proc.returncode == 0, proc.stderr
+    lines = calls(tmp_path, 4)
+    trains = sorted(line for line in lines if line.startswith("train"))
+    assert len(trains) == 3
+    for seed, line in zip((42, 43, 44), trains, strict=True):
+        words = line.split()
+        assert words[words.index("--name") + 1] == f"walker_heading_s{seed}"
+        assert words[words.index("--seed") + 1] == str(seed)
+        assert words[words.index("--task") + 1] == TASK
+        assert words[words.index("--iterations") + 1] == "1000"
+        assert words[words.index("--num-envs") + 1] == "4096"
+    (watch,) = [line for line in lines if line.startswith("gait-watch")]
+    assert watch.count(str(out / "runs")) == 3
+    assert "--every 50" in watch and "--min-iteration 250" in watch and "--profile full" in watch
+    assert "started 3 trainings" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((TASK, "0"), "ITERATIONS must be a positive integer"),
+        ((TASK, "100", "x"), "seeds must be integers"),
+    ],
+)
+def test_bad_input_starts_and_creates_nothing(tmp_path, args, message):
+    out = tmp_path / "walker"
+    task, iterations, *seeds = args
+    proc = run(tmp_path, task, iterations, str(out), *seeds)
+    assert proc.returncode == 2 and message in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not out.exists() and not (tmp_path / "calls.log").exists()
+
+
+def test_an_earlier_run_is_never_overwritten(tmp_path):
+    out = tmp_path / "walker"
+    out.mkdir()
+    proc = run(tmp_path, TASK, "100", str(out))
+    assert proc.returncode == 2 and "exists" in proc.stderr
+    assert list(out.iterdir()) == []
