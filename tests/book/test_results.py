@@ -7,6 +7,7 @@ to its own committed ``scalars.csv``, so no number the chapters show can drift f
 from __future__ import annotations
 
 import io
+import json
 import shutil
 
 import matplotlib
@@ -301,3 +302,42 @@ def test_the_recipe_task_spelled_out_to_avoid_loading_mjlab_is_the_default_prese
     from mjlab_microduck.tasks.velocity import DEFAULT_PRESET_TASK_ID
 
     assert acceptance.RECIPE_TASK == DEFAULT_PRESET_TASK_ID
+
+
+def test_a_finished_run_of_the_same_request_is_reused_not_repeated(tmp_path, capsys):
+    from dataclasses import replace
+
+    from mjlab_microduck.jobs import train
+    from mjlab_microduck.runtime import provenance
+
+    request = train.TrainRequest(name="x", num_envs=8, iterations=3, profile="ci",
+                                 logs_root=tmp_path / "05")  # fmt: skip
+    template = records.load_record(records.record_path(results.results_root() / "h200_smoke_64x5"))
+
+    def finished(name, config, status="ok", commit=None):
+        where = tmp_path / "04" / name
+        where.mkdir(parents=True)
+        shutil.copy(results.results_root() / "h200_smoke_64x5" / "scalars.csv", where)
+        prov = template.provenance.model_copy(
+            update={"profile": "ci", "git_commit": commit or provenance.git_commit()}
+        )
+        record = template.model_copy(update={
+            "run_id": name, "config": config, "status": status, "provenance": prov,
+            "artifacts": [], "error": None if status == "ok" else "it broke",
+        })  # fmt: skip
+        records.write_record(record, where)
+
+    same = json.loads(json.dumps(train.record_config(request)))
+    finished("20260101T000000Z_a", same)
+    finished("20260101T000001Z_failed", same, status="failed")
+    finished("20260101T000002Z_longer", {**same, "iterations": 4})
+    finished("20260101T000003Z_other_commit", same, commit="0" * 40)
+    found = results.finished_run_like(request, tmp_path / "04")
+    assert found is not None and found.record.run_id == "20260101T000000Z_a"
+    assert results.finished_run_like(replace(request, seed=7), tmp_path / "04") is None
+    assert results.finished_run_like(replace(request, profile="full"), tmp_path / "04") is None
+    assert results.finished_run_like(request, tmp_path / "nowhere") is None
+    out = io.StringIO()
+    reused = results.run_live(request, out=out, reuse_from=tmp_path / "04")
+    assert reused.record.run_id == "20260101T000000Z_a"
+    assert "reusing it" in out.getvalue() and not (tmp_path / "05").exists()

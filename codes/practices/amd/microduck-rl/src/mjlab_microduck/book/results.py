@@ -14,6 +14,8 @@ No-op cases: importing does nothing (no trainer, no matplotlib); the trainer run
 
 from __future__ import annotations
 
+import json
+
 import os
 import re
 import sys
@@ -254,18 +256,55 @@ class IterationLog:
             self.lines_shown += 1
 
 
+def finished_run_like(request: TrainRequest, root: str | Path) -> TrainingRun | None:
+    """The newest ``ok`` training run under ``root`` that trained exactly ``request`` with this
+    code: the same record config (task, preset figures, sizes, seeds, device, resume point),
+    profile and commit. None if there is none (or ``root`` does not exist)."""
+    from mjlab_microduck.jobs import train
+    from mjlab_microduck.runtime import provenance
+
+    root = Path(root)
+    if not root.is_dir():
+        return None
+    want = json.loads(json.dumps(train.record_config(request)))
+    commit = provenance.git_commit()
+    for where, record in reversed(records.find_records(root)):
+        if (
+            record.kind == "train"
+            and record.status == "ok"
+            and record.config == want
+            and record.provenance.profile == request.profile
+            and record.provenance.git_commit == commit != provenance.UNKNOWN
+        ):
+            return load_run(where)
+    return None
+
+
 def run_live(
-    request: TrainRequest, out: TextIO | None = None, headlines_only: bool = True
+    request: TrainRequest,
+    out: TextIO | None = None,
+    headlines_only: bool = True,
+    reuse_from: str | Path | None = None,
 ) -> TrainingRun:
     """Run the package's driver (``mjlab_microduck.jobs.train.run``) and return the finished run.
 
     Prints the trainer's iteration log (headlines only, unless ``headlines_only=False``) and
     raises RuntimeError naming the record when the run did not end ``ok``: a chapter must not
-    show tables of a failed run.
+    show tables of a failed run. With ``reuse_from``, a run of exactly this request that an
+    earlier chapter finished there (:func:`finished_run_like`) is returned instead of training
+    it again.
     """
     from mjlab_microduck.jobs import train
 
     out = out or sys.stdout
+    if reuse_from is not None:
+        earlier = finished_run_like(request, reuse_from)
+        if earlier is not None:
+            out.write(
+                f"[driver] {request.name}: the same request already finished as "
+                f"{earlier.record.run_id} ({_short(earlier.where)}); reusing it\n"
+            )
+            return earlier
     resume = f", resuming {request.resume_from.name}" if request.resume_from else ""
     out.write(
         f"[driver] {request.name}: {request.num_envs} envs x {request.iterations} iterations "

@@ -219,6 +219,33 @@ def validate(request: TrainRequest) -> TrainRequest:
     return request
 
 
+def record_config(request: TrainRequest) -> dict:
+    """What a run's record keeps as its config: the request, the preset's figures and the
+    ranks. Two requests that train the same thing on the same machine give equal configs."""
+    from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
+    from mjlab_microduck.tasks.velocity import TUNING_OF_TASK
+
+    tuning = TUNING_OF_TASK.get(request.task)
+    return {
+        "task": request.task,
+        # Through JSON so the record in memory equals the one read back (tuples become lists).
+        "tuning": json.loads(json.dumps(asdict(tuning))) if tuning else None,
+        "num_envs": request.num_envs,
+        "iterations": request.iterations,
+        "seed": {"env": request.seed, "agent": request.seed},
+        "save_interval": request.save_interval,
+        "steps_per_env": STEPS_PER_ENV,
+        "device": request.device,
+        "resume_from": str(request.resume_from) if request.resume_from else None,
+        "resume_from_iteration": (
+            checkpoint_iteration(request.resume_from) if request.resume_from else None
+        ),
+        "frozen_broadphase": request.frozen_broadphase,
+        "gpu_ids": request.gpu_list(),
+        "ranks": _rank_provenance(request),
+    }
+
+
 def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
     """Train, export and record. Returns the run directory and its record (ok or failed).
 
@@ -237,28 +264,7 @@ def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
         "--mjlab",
         *request.mjlab_args(),
     ]
-    from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
-    from mjlab_microduck.tasks.velocity import TUNING_OF_TASK
-
-    tuning = TUNING_OF_TASK.get(request.task)
-    config = {
-        "task": request.task,
-        # Through JSON so the record in memory equals the one read back (tuples become lists).
-        "tuning": json.loads(json.dumps(asdict(tuning))) if tuning else None,
-        "num_envs": request.num_envs,
-        "iterations": request.iterations,
-        "seed": {"env": request.seed, "agent": request.seed},
-        "save_interval": request.save_interval,
-        "steps_per_env": STEPS_PER_ENV,
-        "device": request.device,
-        "resume_from": str(request.resume_from) if request.resume_from else None,
-        "resume_from_iteration": (
-            checkpoint_iteration(request.resume_from) if request.resume_from else None
-        ),
-        "frozen_broadphase": request.frozen_broadphase,
-        "gpu_ids": request.gpu_list(),
-        "ranks": _rank_provenance(request),
-    }
+    config = record_config(request)
     record = records.RunRecord(
         run_id=run_dir.name,
         kind="train",
