@@ -15,7 +15,6 @@ No-op cases: importing does nothing (no trainer, no matplotlib); the trainer run
 from __future__ import annotations
 
 import json
-
 import os
 import re
 import sys

@@ -264,6 +264,8 @@ def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
         "--mjlab",
         *request.mjlab_args(),
     ]
+    from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
+
     config = record_config(request)
     record = records.RunRecord(
         run_id=run_dir.name,
