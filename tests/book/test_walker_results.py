@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -95,7 +97,66 @@ def test_stage_table_has_one_row_per_stage_with_its_median_iteration_time(runs, 
     table = wr.stage_table([*runs, *narrow_runs])
     assert len(table) == 3 * 2 + 3
     assert table.loc["h200_walker_resume_s43", "size"] == (
-        "4,096 envs × 250 it, resumed from iteration 499")
+        "4,096 envs × 250 it, resumed from iteration 499"
+    )
     # three runs sharing one H200: more than one second per 4096-env iteration, less than two
     assert table["s per iteration (median)"].between(1.0, 2.0).all()
     assert table["machine"].str.startswith("one NVIDIA H200, driver 580").all()
+
+
+class StandInRun:
+    """A seed run with a made-up progress table, on the training record of a published one."""
+
+    def __init__(self, published, seed, rows):
+        self.seed, self.recipe = seed, wr.WALKER_HEADING
+        self.stages = published.stages
+        self.gait = tuple((row["iteration"], Path(f"gait_s{seed}_model_{row['iteration']}"), None)
+                          for row in rows)  # fmt: skip
+        self._rows = rows
+
+    def progress(self):
+        return pd.DataFrame(self._rows)
+
+    def checkpoint(self, iteration):
+        return Path(f"h200_walker_heading_main_s{self.seed}") / f"model_{iteration}.pt"
+
+
+def _rows(*passing_at):
+    return [
+        {"iteration": it, "minutes": it / 60.0, "walker": it in passing_at,
+         "failed_conditions": 0 if it in passing_at else 3}
+        for it in (250, 300, 350)
+    ]  # fmt: skip
+
+
+def test_the_walker_is_the_passing_checkpoint_reached_first(tmp_path):
+    published = wr.seed_run(42)
+    runs = [
+        StandInRun(published, 42, _rows(300, 350)),
+        StandInRun(published, 43, _rows()),
+        StandInRun(published, 44, _rows(250)),
+    ]
+    summary = wr.walker_summary(runs)
+    assert (summary["seed"], summary["iteration"], summary["seeds_passing"]) == (44, 250, 2)
+    assert summary["task"] == "Mjlab-Velocity-Flat-MicroDuck-WalkerHeadingTuning"
+    assert summary["seeds"]["43"] == {"passed": False, "first_passing": None, "minutes": None,
+                                      "tested": 3}  # fmt: skip
+    assert summary["seeds"]["42"]["first_passing"] == "model_300"
+    assert summary["time_to_walk_s"] == pytest.approx(250.0)
+    assert summary["checkpoint"] == "h200_walker_heading_main_s44/model_250.pt"
+    assert summary["gait_record"] == "gait_s44_model_250"
+    assert "H200" in summary["device"]
+    assert wr.published_walker(tmp_path) is None
+    path = wr.write_walker(runs, tmp_path)
+    assert wr.published_walker(tmp_path) == summary
+    with pytest.raises(FileExistsError, match="remove it first"):
+        wr.write_walker(runs, tmp_path)
+    assert path.read_text().endswith("\n")
+
+
+def test_no_walker_is_published_while_no_seed_passes(tmp_path):
+    published = wr.seed_run(42)
+    runs = [StandInRun(published, seed, _rows()) for seed in (42, 43, 44)]
+    with pytest.raises(wr.NoWalkerError, match="no gait-tested checkpoint of walker_heading"):
+        wr.write_walker(runs, tmp_path)
+    assert list(tmp_path.iterdir()) == []

@@ -37,7 +37,13 @@ WALKER = Recipe("walker", "Mjlab-Velocity-Flat-MicroDuck-WalkerTuning", ("main",
 WALKER_NARROW = Recipe(
     "walker_narrow", "Mjlab-Velocity-Flat-MicroDuck-WalkerNarrowTuning", ("main",)
 )
+# WALKER_HEADING: trained with mjlab's heading command in half the envs (tasks/tuning.py).
+WALKER_HEADING = Recipe(
+    "walker_heading", "Mjlab-Velocity-Flat-MicroDuck-WalkerHeadingTuning", ("main",)
+)
 WALKER_TASK = WALKER.task
+WALKER_FILENAME = "walker.json"
+"""``book/results/walker.json``: the published walker, once a checkpoint passes the gait test."""
 
 
 def stage_folder(recipe: Recipe, stage: str, seed: int) -> str:
@@ -221,3 +227,67 @@ def stage_table(runs: list[SeedRun]) -> pd.DataFrame:
                 "s per iteration (median)": round(float(wall.diff().median()), 2),
             })  # fmt: skip
     return pd.DataFrame(rows).set_index("run")
+
+
+class NoWalkerError(ValueError):
+    """No gait-tested checkpoint of the recipe passes the whole test."""
+
+
+def walker_summary(runs: list[SeedRun]) -> dict:
+    """What ``walker.json`` holds: each seed's verdict (its first checkpoint passing the whole
+    gait test, and the minutes of training to it), and the walker itself, the passing checkpoint
+    reached in the fewest minutes (its checkpoint, task, gait record, device, time to walk).
+    Raises :class:`NoWalkerError` when no seed passes."""
+    seeds, best = {}, None
+    for run in runs:
+        progress = run.progress()
+        passing = progress[progress["walker"] & (progress["failed_conditions"] == 0)]
+        if passing.empty:
+            seeds[str(run.seed)] = {"passed": False, "first_passing": None, "minutes": None,
+                                    "tested": int(len(progress))}  # fmt: skip
+            continue
+        first = passing.iloc[0]
+        iteration, minutes = int(first["iteration"]), float(first["minutes"])
+        seeds[str(run.seed)] = {"passed": True, "first_passing": f"model_{iteration}",
+                                "minutes": round(minutes, 3), "tested": int(len(progress))}  # fmt: skip
+        if best is None or minutes < best[0]:
+            best = (minutes, run, iteration)
+    if best is None:
+        recipe = runs[0].recipe.name if runs else "?"
+        raise NoWalkerError(f"no gait-tested checkpoint of {recipe} passes the whole gait test")
+    minutes, run, iteration = best
+    gait_where = next(where for it, where, _ in run.gait if it == iteration)
+    train_record = run.stages[0][1]
+    prov = train_record.provenance
+    return {
+        "recipe": run.recipe.name,
+        "task": run.recipe.task,
+        "seed": run.seed,
+        "iteration": iteration,
+        "checkpoint": f"{_folder_of(run, iteration)}/model_{iteration}.pt",
+        "gait_record": gait_where.name,
+        "time_to_walk_s": round(minutes * 60.0, 1),
+        "device": f"{prov.device_name} (driver {prov.driver_version})",
+        "seeds_passing": sum(1 for v in seeds.values() if v["passed"]),
+        "seeds": seeds,
+    }
+
+
+def _folder_of(run: SeedRun, iteration: int) -> str:
+    return run.checkpoint(iteration).parent.name
+
+
+def write_walker(runs: list[SeedRun], results_root: str | Path | None = None) -> Path:
+    """Write ``walker.json`` into the results folder (atomically; an existing one is kept:
+    a published walker is replaced only by deleting it first)."""
+    path = _results_root(results_root) / WALKER_FILENAME
+    if path.exists():
+        raise FileExistsError(f"{path} exists: remove it first to publish another walker")
+    text = json.dumps(walker_summary(runs), indent=2) + "\n"
+    return records.atomic_write_text(path, text)
+
+
+def published_walker(results_root: str | Path | None = None) -> dict | None:
+    """The published walker (``walker.json``), or None while no checkpoint passes."""
+    path = _results_root(results_root) / WALKER_FILENAME
+    return json.loads(path.read_text()) if path.is_file() else None
