@@ -248,8 +248,12 @@ def walker_summary(runs: list[SeedRun]) -> dict:
             continue
         first = passing.iloc[0]
         iteration, minutes = int(first["iteration"]), float(first["minutes"])
-        seeds[str(run.seed)] = {"passed": True, "first_passing": f"model_{iteration}",
-                                "minutes": round(minutes, 3), "tested": int(len(progress))}  # fmt: skip
+        seeds[str(run.seed)] = {
+            "passed": True,
+            "first_passing": f"model_{iteration}",
+            "minutes": round(minutes, 3),
+            "tested": int(len(progress)),
+        }
         if best is None or minutes < best[0]:
             best = (minutes, run, iteration)
     if best is None:
