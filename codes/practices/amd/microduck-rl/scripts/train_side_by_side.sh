@@ -27,7 +27,10 @@ for s in "${SEEDS[@]}"; do [[ $s =~ ^[0-9]+$ ]] || refuse "seeds must be integer
 
 mkdir -p "$OUT/runs" "$OUT/gait"
 OUT=$(readlink -f "$OUT")
-if command -v nvidia-cuda-mps-control >/dev/null && nvidia-cuda-mps-control -d 2>/dev/null; then
+# The MPS daemon must not inherit this script's output: a caller reading it through a pipe
+# would otherwise wait for the daemon to exit.
+if command -v nvidia-cuda-mps-control >/dev/null \
+   && nvidia-cuda-mps-control -d >/dev/null 2>&1 </dev/null; then
   echo "CUDA MPS started"
 fi
 names=()
