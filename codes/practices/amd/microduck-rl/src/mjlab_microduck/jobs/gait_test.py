@@ -598,6 +598,11 @@ def write_run(
     return GaitRun(run_dir=run_dir, record=record, result=result)
 
 
+def load_verdict(run_dir: str | Path) -> dict:
+    """A written gait test's ``verdict.json``: pass, failure lines, per-case table, drift."""
+    return json.loads((Path(run_dir) / VERDICT_FILENAME).read_text(encoding="utf-8"))
+
+
 def _number(value) -> float | None:
     value = float(value)
     return value if math.isfinite(value) else None
