@@ -36,3 +36,21 @@ def test_streams_are_restored_after_an_error():
     except RuntimeError:
         pass
     assert (sys.stdout, sys.stderr) == before
+
+
+def test_warp_initialises_without_writing_to_the_streams(capfd):
+    import subprocess
+    import sys
+
+    # A fresh interpreter: Warp initialises once per process.
+    code = (
+        "from mjlab_microduck.runtime.capture import init_warp_quietly\n"
+        "lines = init_warp_quietly()\n"
+        "import sys; sys.stderr.write(f'held {len(lines)} lines; again {init_warp_quietly()}')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)  # fmt: skip
+    assert proc.stdout == ""
+    held, again = proc.stderr.split("; ")
+    assert int(held.split()[1]) >= 1  # at least Warp's "initialized" banner was held
+    assert again == "again []"

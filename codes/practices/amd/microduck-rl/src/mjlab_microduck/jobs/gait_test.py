@@ -50,7 +50,7 @@ from mjlab_microduck.analysis.gait import GaitCase, GaitVerdict, Trajectory
 from mjlab_microduck.jobs import recording, replay
 from mjlab_microduck.runs import names
 from mjlab_microduck.runtime import backend
-from mjlab_microduck.runtime.capture import held_output
+from mjlab_microduck.runtime.capture import held_output, init_warp_quietly
 
 if TYPE_CHECKING:
     from mjlab_microduck.runs.records import RunRecord
@@ -357,7 +357,9 @@ class GaitEvaluator:
         n = request.robots_per_case
         cfg = _env_cfg(request, self.blocks)
         # Set-up warnings (stderr) are passed on after a good set-up, dropped when the input was
-        # bad; mjlab's manager tables and rsl_rl's network dump (stdout) are never shown.
+        # bad; mjlab's manager tables and rsl_rl's network dump (stdout) are never shown, nor is
+        # Warp's note that this machine has no CUDA driver.
+        init_warp_quietly()
         with held_output((1,)), held_output((2,), echo=True) as setup_output:
             self.env = ManagerBasedRlEnv(cfg=cfg, device=request.device)
             try:

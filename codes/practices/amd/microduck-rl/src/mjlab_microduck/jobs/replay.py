@@ -64,7 +64,7 @@ from mjlab_microduck.analysis.acceptance import FELL_TRUNK_Z_M, FELL_UPRIGHT
 from mjlab_microduck.jobs import recording
 from mjlab_microduck.runs import names
 from mjlab_microduck.runtime import backend
-from mjlab_microduck.runtime.capture import held_output
+from mjlab_microduck.runtime.capture import held_output, init_warp_quietly
 
 TRAJECTORY_FILENAME = "trajectory.csv"
 VIDEO_FILENAME = "replay.mp4"
@@ -472,7 +472,9 @@ def replay_env(request: ReplayRequest) -> Iterator[tuple]:
     with fault:
         # What mjlab and Warp write to stderr while the env is built is passed on after a good
         # set-up and dropped when the checkpoint does not fit, so bad input reads as one line;
-        # mjlab's manager tables and rsl_rl's network dump (stdout) are never shown.
+        # mjlab's manager tables and rsl_rl's network dump (stdout) are never shown, nor is
+        # Warp's note that this machine has no CUDA driver.
+        init_warp_quietly()
         with held_output((1,)), held_output((2,), echo=True) as setup_output:
             env = ManagerBasedRlEnv(
                 cfg=cfg, device=request.device, render_mode="rgb_array" if request.video else None

@@ -86,3 +86,19 @@ def held_output(fds: tuple[int, ...] = (1, 2), echo: bool = False) -> Iterator[H
         if held.echo and not held._discarded and held.text:
             sys.stderr.write(held.text)
             sys.stderr.flush()
+
+
+def init_warp_quietly() -> list[str]:
+    """``wp.init()`` with its output held; returns what it printed, one line each.
+
+    Warp prints a banner when it initialises and, on a machine without an NVIDIA driver, a
+    warning from native code (``Warp CUDA warning: Could not find or load the NVIDIA CUDA
+    driver``) that is a fact about the machine, not a problem of the run. Jobs that build an
+    environment call this first, so the text lands nowhere unless they record it. A no-op
+    (returning nothing) once Warp is initialised.
+    """
+    import warp as wp
+
+    with held_output((1, 2)) as native:
+        wp.init()
+    return native.lines()
