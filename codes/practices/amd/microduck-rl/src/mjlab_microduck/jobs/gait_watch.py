@@ -5,8 +5,9 @@ a GPU lease there is no time to test them afterwards. This job builds the gait t
 environment once (:class:`~mjlab_microduck.jobs.gait_test.GaitEvaluator`) and, while the
 training runs it watches are still running, tests every checkpoint whose iteration is a
 multiple of ``every`` (and each run's last), newest first, writing one ``gait_test`` record
-each under ``out``. It stops when every watched run has finished and nothing is left to test,
-or after ``max_seconds``.
+each under ``out``. It stops when every watched run has finished (a ``running`` record whose
+process is gone counts as finished: :func:`~mjlab_microduck.runs.liveness.stale_reason`) and
+nothing is left to test, or after ``max_seconds``.
 
 A checkpoint is read once it has not changed for ``settle_s`` (rsl_rl writes it in place). The
 training runs must all be of one task (the evaluator holds one task's network).
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from mjlab_microduck.jobs import gait_test, train
-from mjlab_microduck.runs import records
+from mjlab_microduck.runs import liveness, records
 from mjlab_microduck.runs.names import checkpoint_iteration
 
 
@@ -57,9 +58,11 @@ class GaitWatchRequest:
 
 
 def _run_state(run: Path) -> tuple[str, str | None]:
-    """The run's status and its task, as its record says now."""
+    """The run's status and its task, as its record says now (``stale`` for a dead run that
+    still says ``running``: waiting for it to finish would wait for ever)."""
     record = records.load_record(Path(run) / records.RECORD_FILENAME)
-    return record.status, record.config.get("task")
+    status = "stale" if liveness.stale_reason(record) else record.status
+    return status, record.config.get("task")
 
 
 def due_checkpoints(run: Path, every: int, min_iteration: int, finished: bool) -> list[Path]:
