@@ -39,7 +39,7 @@ import pandas as pd
 from mjlab_microduck.analysis.training import summarize
 from mjlab_microduck.jobs import stopping
 from mjlab_microduck.runs import liveness, names, records
-from mjlab_microduck.runs.names import checkpoint_iteration, is_checkpoint_name
+from mjlab_microduck.runs.names import EXPERIMENT_NAME, checkpoint_iteration, is_checkpoint_name
 from mjlab_microduck.runtime import backend
 
 RESUME_SOURCE_DIR = "resume_source"
@@ -169,8 +169,6 @@ def list_checkpoints(log_dir: str | Path) -> list[Path]:
 
 def find_mjlab_log_dir(run_dir: Path) -> Path:
     """The single log directory mjlab created inside ``run_dir`` (not the resume source)."""
-    from mjlab_microduck.tasks.rl_cfg import EXPERIMENT_NAME
-
     root = run_dir / "logs" / "rsl_rl" / EXPERIMENT_NAME
     candidates = [p for p in root.glob("*") if p.is_dir() and p.name != RESUME_SOURCE_DIR]
     if len(candidates) != 1:
@@ -182,8 +180,6 @@ def _stage_resume(run_dir: Path, checkpoint: Path, device: str = "cpu") -> None:
     if not checkpoint.is_file():
         raise FileNotFoundError(f"{checkpoint}: resume checkpoint does not exist")
     checkpoint_iteration(checkpoint)
-    from mjlab_microduck.tasks.rl_cfg import EXPERIMENT_NAME
-
     source = run_dir / "logs" / "rsl_rl" / EXPERIMENT_NAME / RESUME_SOURCE_DIR
     source.mkdir(parents=True)
     staged = source / checkpoint.name
@@ -248,8 +244,6 @@ def resume_checkpoint(path: str | Path) -> Path:
     if given.is_dir():
         checkpoint = last_checkpoint(given)
         if checkpoint is None:
-            from mjlab_microduck.tasks.rl_cfg import EXPERIMENT_NAME
-
             raise ValueError(
                 f"--resume-from {given}: no checkpoint in a training run folder "
                 f"(logs/rsl_rl/{EXPERIMENT_NAME}/<run>/model_<iteration>.pt)"
@@ -329,8 +323,6 @@ def stopped_on_disk(record: records.RunRecord, run_dir: Path) -> dict:
     """What a training that stopped early left behind, as record fields: the summary of the
     scalars TensorBoard had written (exported to ``scalars.csv``), its checkpoints, the last
     iteration it reported, and ``train.log``, listed with their checksums."""
-    from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
-
     summary: dict = {}
     artifacts: list[records.Artifact] = []
     scalars_csv = None
@@ -344,8 +336,10 @@ def stopped_on_disk(record: records.RunRecord, run_dir: Path) -> dict:
         except Exception:  # noqa: BLE001 - no event file yet, or a torn last one
             scalars = None
         if scalars is not None and len(scalars):
+            # From the record, not the task module: fixing a stale record needs no mjlab.
             num_envs = int(record.config.get("num_envs") or 0)
-            summary.update(summarize(scalars, num_envs, STEPS_PER_ENV))
+            steps = int(record.config.get("steps_per_env") or 0)
+            summary.update(summarize(scalars, num_envs, steps))
             scalars_csv = records.SCALARS_FILENAME
             artifacts.append(records.artifact(run_dir / scalars_csv, run_dir, "scalars"))
         checkpoints = list_checkpoints(log_dir)

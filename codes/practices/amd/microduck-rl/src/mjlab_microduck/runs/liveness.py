@@ -26,9 +26,20 @@ from typing import Any
 from mjlab_microduck.runs import records
 
 HEARTBEAT_S = 60.0
+# Seconds between heartbeats, for tests that watch a real run's heartbeat (a minute otherwise).
+HEARTBEAT_ENV = "MICRODUCK_HEARTBEAT_S"
 # Ten missed heartbeats: long enough for a machine under load, short enough that a dead run on
 # another host (whose process cannot be looked up from here) shows up the same day.
 STALE_AFTER_S = 600.0
+
+
+def heartbeat_interval() -> float:
+    """Seconds between heartbeats: ``MICRODUCK_HEARTBEAT_S`` when it is a positive number."""
+    try:
+        value = float(os.environ.get(HEARTBEAT_ENV, ""))
+    except ValueError:
+        return HEARTBEAT_S
+    return value if value > 0 else HEARTBEAT_S
 
 
 def this_process() -> records.RunProcess:
@@ -78,7 +89,8 @@ def stale_reason(
 
 
 class Heartbeat:
-    """Rewrite a running record every ``interval_s`` with a fresh heartbeat and progress.
+    """Rewrite a running record every ``interval_s`` (default :func:`heartbeat_interval`) with
+    a fresh heartbeat and progress.
 
     ``progress()`` returns summary entries to merge (the job's view of how far it got); it runs
     on the heartbeat thread and must not fail: an exception skips that beat's progress, never
@@ -90,12 +102,12 @@ class Heartbeat:
         self,
         record: records.RunRecord,
         run_dir: str | os.PathLike[str],
-        interval_s: float = HEARTBEAT_S,
+        interval_s: float | None = None,
         progress: Callable[[], dict[str, Any]] | None = None,
     ):
         self.record = record
         self.run_dir = Path(run_dir)
-        self.interval_s = interval_s
+        self.interval_s = heartbeat_interval() if interval_s is None else interval_s
         self.progress = progress
         self._stop = threading.Event()
         self._lock = threading.Lock()
