@@ -1,7 +1,7 @@
 """Gait-test the checkpoints of running trainings as they are saved.
 
-Problem it solves: a recipe is judged by the first checkpoint that passes the gait test, and on
-a GPU lease there is no time to test them afterwards. This job builds the gait test's
+Problem it solves: a recipe is judged by the first checkpoint that passes the gait test, and
+testing them after a long GPU training doubles the time the GPU is needed. This job builds the gait test's
 environment once (:class:`~mjlab_microduck.jobs.gait_test.GaitEvaluator`) and, while the
 training runs it watches are still running, tests every checkpoint whose iteration is a
 multiple of ``every`` (and each run's last), newest first, writing one ``gait_test`` record
@@ -100,7 +100,7 @@ def watch(request: GaitWatchRequest, log=print) -> list[gait_test.GaitRun]:
     try:
         while time.monotonic() - started < request.max_seconds:
             states = {run: _run_state(run)[0] for run in request.runs}
-            pending = [
+            untested = [
                 p
                 for run in request.runs
                 for p in due_checkpoints(
@@ -108,9 +108,9 @@ def watch(request: GaitWatchRequest, log=print) -> list[gait_test.GaitRun]:
                 )
                 if p not in done
             ]
-            ready = [p for p in pending if _settled(p, request.settle_s)]
+            ready = [p for p in untested if _settled(p, request.settle_s)]
             if not ready:
-                if not pending and all(s != "running" for s in states.values()):
+                if not untested and all(s != "running" for s in states.values()):
                     break
                 time.sleep(request.poll_s)
                 continue
