@@ -1,8 +1,8 @@
 """Gait-test the checkpoints of running trainings as they are saved.
 
 Problem it solves: a recipe is judged by the first checkpoint that passes the gait test, and
-testing them after a long GPU training doubles the time the GPU is needed. This job builds the gait test's
-environment once (:class:`~mjlab_microduck.jobs.gait_test.GaitEvaluator`) and, while the
+testing them after a long GPU training doubles the time the GPU is needed. This job builds the
+gait test's environment once (:class:`~mjlab_microduck.jobs.gait_test.GaitEvaluator`) and, while the
 training runs it watches are still running, tests every checkpoint whose iteration is a
 multiple of ``every`` (and each run's last), newest first, writing one ``gait_test`` record
 each under ``out``. It stops when every watched run has finished (a ``running`` record whose
