@@ -2,9 +2,9 @@
 
 Problem it solves: a recipe is judged by the first checkpoint that passes the gait test, and
 testing them after a long GPU training doubles the time the GPU is needed. This job builds the
-gait test's environment once (:class:`~mjlab_microduck.jobs.gait_test.GaitEvaluator`) and, while the
-training runs it watches are still running, tests every checkpoint whose iteration is a
-multiple of ``every`` (and each run's last), newest first, writing one ``gait_test`` record
+gait test's environment once (:class:`~mjlab_microduck.jobs.gait_test.GaitEvaluator`) and,
+while the training runs it watches are still running, tests every checkpoint whose iteration is
+a multiple of ``every`` (and each run's last), newest first, writing one ``gait_test`` record
 each under ``out``. It stops when every watched run has finished (a ``running`` record whose
 process is gone counts as finished: :func:`~mjlab_microduck.runs.liveness.stale_reason`) and
 nothing is left to test, or after ``max_seconds``.
