@@ -1270,20 +1270,23 @@ def run(request: BenchRequest, stream: TextIO | None = None) -> tuple[Path, reco
     stream = stream or sys.stdout
     os.environ.setdefault("WANDB_MODE", "offline")
     with stopping.signals_raise() as signals:
-        run_dir = records.new_run_dir(request.out, request.name)
         command = ["microduck", "bench", *request.cli_args()]
+        # Provenance (which runs tools) before the folder exists: a signal until the record is
+        # written leaves nothing behind.
+        prov = provenance.collect(
+            profile=request.profile,
+            command=command,
+            device=request.device,
+            machine_label=request.machine_label,
+        )
+        run_dir = records.new_run_dir(request.out, request.name)
         record = records.RunRecord(
             run_id=run_dir.name,
             kind="bench",
             status="running",
             command=command,
             config=request.config(),
-            provenance=provenance.collect(
-                profile=request.profile,
-                command=command,
-                device=request.device,
-                machine_label=request.machine_label,
-            ),  # fmt: skip
+            provenance=prov,
             started_at=records.utc_now_iso(),
             notes=NOTES,
             process=liveness.this_process(),

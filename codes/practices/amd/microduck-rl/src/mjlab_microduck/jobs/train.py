@@ -258,8 +258,8 @@ def resume_checkpoint(path: str | Path) -> Path:
         raise ValueError(f"--resume-from {given}: no such checkpoint or run folder")
     problem = _unreadable(checkpoint)
     if problem:
-        earlier = [p for p in list_checkpoints(checkpoint.parent) if p != checkpoint]
-        before = [p for p in earlier if checkpoint_iteration(p) < checkpoint_iteration(checkpoint)]
+        at = checkpoint_iteration(checkpoint)
+        before = [p for p in list_checkpoints(checkpoint.parent) if checkpoint_iteration(p) < at]
         hint = f"; resume from the one before: --resume-from {before[-1]}" if before else ""
         raise ValueError(f"--resume-from {checkpoint}: unreadable checkpoint ({problem}){hint}")
     return checkpoint
@@ -383,7 +383,6 @@ def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
         request = replace(request, resume_from=resume_checkpoint(request.resume_from))
     stream = stream or sys.stdout
     with stopping.signals_raise() as signals:
-        run_dir = records.new_run_dir(request.logs_root, request.name)
         command = [
             sys.executable,
             "-u",
@@ -392,15 +391,18 @@ def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
             "--mjlab",
             *request.mjlab_args(),
         ]
+        # Everything slow (provenance runs tools) before the folder exists: a signal until the
+        # record is written leaves nothing behind.
+        config = _config(request)
+        prov = provenance.collect(profile=request.profile, command=command, device=request.device)
+        run_dir = records.new_run_dir(request.logs_root, request.name)
         record = records.RunRecord(
             run_id=run_dir.name,
             kind="train",
             status="running",
             command=command,
-            config=_config(request),
-            provenance=provenance.collect(
-                profile=request.profile, command=command, device=request.device
-            ),
+            config=config,
+            provenance=prov,
             started_at=records.utc_now_iso(),
             process=liveness.this_process(),
         )
