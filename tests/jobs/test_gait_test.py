@@ -137,7 +137,8 @@ def test_held_command_resamples_to_the_target_and_checks_running_robots():
     held.write()
     held.check(torch.ones(3, dtype=torch.bool))
     term.vel_command_b[1, 2] = 0.0  # e.g. a standing env zeroed it
-    with pytest.raises(gait_test.CommandNotHeldError, match=r"env 1: command \[0.0, 0.0, 0.0\]"):
+    with pytest.raises(gait_test.CommandNotHeldError,
+                       match=r"env 1 \(yaw-rate commanded\): command \[0.0, 0.0, 0.0\]"):
         held.check(torch.ones(3, dtype=torch.bool))
     held.check(torch.tensor([True, False, True]))  # a stopped robot is not judged
     assert held.checks == 3
