@@ -166,3 +166,18 @@ def test_the_installed_command_refuses_without_a_traceback(world, argv, line):
     assert proc.returncode == 2
     (only,) = proc.stderr.splitlines()
     assert only.startswith(PREFIX) and line in only and "Traceback" not in proc.stderr
+
+
+def test_a_stale_run_that_cannot_be_rewritten_is_reported_not_raised(world, capsys, monkeypatch):
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(records.os, "replace", full_disk)
+    stale = world / "runs" / "stale"
+    before = records.load_record(stale)
+    assert microduck(["records", "verify", "--fix", str(stale)]) == 1
+    assert capsys.readouterr().err == (
+        f"{stale / 'record.json'}: stale, and cannot be fixed: OSError: [Errno 28] No space left "
+        "on device\n"
+    )
+    assert records.load_record(stale) == before

@@ -130,7 +130,13 @@ def _check(paths: tuple[Path, ...], verify: Verify | None = None) -> int:
         if stale and verify.fix:
             from mjlab_microduck.jobs import recovery
 
-            record = recovery.mark_stale_interrupted(run_dir, record, verify.stale_after)
+            try:
+                record = recovery.mark_stale_interrupted(run_dir, record, verify.stale_after)
+            except (OSError, records.RecordError) as err:  # a read-only folder, a full disk
+                print(f"{where}: stale, and cannot be fixed: {records.error_line(err)}",
+                      file=sys.stderr)  # fmt: skip
+                bad += 1
+                continue
             print(f"{where}: fixed ({record.kind}, stale -> {record.status}): {record.error}")
         elif stale:
             hint = "`microduck records verify --fix` marks it interrupted"
