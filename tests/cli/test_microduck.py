@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from mjlab_microduck.cli import COMMANDS, main
 
@@ -46,8 +49,6 @@ def test_every_subcommand_names_a_function_that_exists():
 
 
 def test_an_old_console_script_name_runs_its_subcommand(monkeypatch, capsys, tmp_path):
-    import pytest
-
     from mjlab_microduck.cli import aliases
 
     logs = tmp_path / "logs"
@@ -137,3 +138,32 @@ def test_a_missing_required_argument_is_named_without_its_help():
         "      microduck gait-test --help            \n"
     )
     assert _first_error_line(bare) == "missing required argument: --checkpoint PATH"
+
+
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("command", ["replay", "gait-test", "gait-watch"])
+def test_a_job_without_a_running_record_stops_on_a_signal_in_one_line(
+    command, signum, status, monkeypatch, capsys, tmp_path
+):
+    """Replay and gait test write their folder only when done, so a signal leaves none; the
+    command says so in one line and exits as the shell reports the signal."""
+    import run_fakes
+
+    from mjlab_microduck.jobs import gait_test, gait_watch, replay
+
+    def signalled(*args, **kwargs):
+        os.kill(os.getpid(), signum)
+        time.sleep(5)
+        raise AssertionError("the signal did not stop the job")
+
+    target = {"replay": (replay, "run"), "gait-test": (gait_test, "run_command"),
+              "gait-watch": (gait_watch, "watch")}[command]  # fmt: skip
+    monkeypatch.setattr(*target, signalled)
+    run = run_fakes.train_run(tmp_path)
+    argv = {"replay": [str(tmp_path / "model_1.pt"), "--out", str(tmp_path / "out")],
+            "gait-test": ["--checkpoint", str(tmp_path / "model_1.pt")],
+            "gait-watch": ["--runs", str(run)]}[command]  # fmt: skip
+    assert main([command, *argv]) == status
+    err = capsys.readouterr().err
+    assert err == f"microduck {command}: interrupted by {signal.Signals(signum).name}\n"
+    assert not (tmp_path / "out").exists()

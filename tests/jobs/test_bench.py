@@ -626,3 +626,39 @@ def test_quick_run_on_gpu_measures_graph_and_eager(tmp_path):
         assert "ratio.eager_over_graph.n256" in record.summary
     else:
         assert "eager" in fixes and "graph" not in fixes
+
+
+# ---------------------------------------------------------------------------- stopping
+
+
+def test_a_signal_mid_run_keeps_what_was_measured_and_records_the_run_interrupted(
+    tmp_path, monkeypatch
+):
+    """Fake sections (no mjlab), a real SIGTERM to this process during the second one."""
+    import signal
+    import time
+
+    def physics(ctx):
+        ctx.results.rows.append(bench.Row("physics", "zero_action", "env_steps_per_s", 4,
+                                          bench.Stats.from_samples([10.0, 12.0]), "steps/s"))
+        ctx.log.write("physics measured\n")
+
+    def training(ctx):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+        raise AssertionError("the signal did not stop the section")
+
+    monkeypatch.setattr(bench, "_SECTION_RUNNERS", {"physics": physics, "training": training})
+    request = bench.default_request("cpu", quick=True, name="stop", out=tmp_path,
+                                    sections=("physics", "training"))  # fmt: skip
+    run_dir, record = bench.run(request, stream=open(os.devnull, "w"))
+    assert records.load_record(run_dir) == record
+    assert (record.status, record.signal) == ("interrupted", "SIGTERM")
+    assert record.error == "interrupted by SIGTERM after physics"
+    assert record.process.pid == os.getpid() and record.finished_at
+    frame = bench.load_csv(run_dir / bench.CSV_FILENAME)
+    assert list(frame["median"]) == [11.0]
+    assert record.summary["physics.zero_action.n4.env_steps_per_s"] == 11.0
+    assert [a.path for a in record.artifacts] == [bench.CSV_FILENAME, bench.LOG_FILENAME]
+    records.verify_artifacts(record, run_dir)
+    assert (run_dir / bench.LOG_FILENAME).read_text() == "physics measured\n"

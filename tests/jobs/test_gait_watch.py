@@ -6,6 +6,8 @@ What this proves (no simulator: the evaluator is a fake that records what it was
   once its run has finished; a run whose log folder does not exist yet has none;
 * the watcher tests the newest ready checkpoint first, skips files still being written, writes
   one gait_test record per checkpoint and stops once every run has finished and nothing is due;
+* a run whose record still says ``running`` but whose process is gone counts as finished
+  (``stale``), so a watch with nothing left to test ends at once; a live one keeps it waiting;
 * bad input (no run, a folder without a record, ``every`` < 1, runs of two tasks) is one line
   and exit status 2 from ``microduck gait-watch``, with nothing written.
 """
@@ -17,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+import run_fakes
 from test_gait_test import MODEL_1498, synthetic_result
 
 from mjlab_microduck.cli import gait_watch as gait_watch_cli
@@ -136,3 +139,30 @@ def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err, err
     assert not out.exists()
+
+
+def _watch(run) -> float:
+    request = gait_watch.GaitWatchRequest(runs=(run,), poll_s=0.05, max_seconds=1.0)
+    started = time.monotonic()
+    assert gait_watch.watch(request, log=lambda line: None) == []
+    return time.monotonic() - started
+
+
+def _process(pid: int) -> records.RunProcess:
+    return records.RunProcess(host=os.uname().nodename, pid=pid,
+                              heartbeat_at=records.utc_now_iso())  # fmt: skip
+
+
+def test_a_stale_run_is_finished_for_the_watch_and_a_live_one_is_not(tmp_path):
+    now = records.utc_now_iso()
+    stale = run_fakes.train_run(
+        tmp_path, "stale", iterations=(), status="running", process=_process(run_fakes.dead_pid())
+    )
+    live = run_fakes.train_run(
+        tmp_path, "live", iterations=(), status="running", started_at=now,
+        process=_process(os.getpid()),
+    )  # fmt: skip
+    assert gait_watch._run_state(stale)[0] == "stale"
+    assert gait_watch._run_state(live)[0] == "running"
+    assert _watch(stale) < 0.5
+    assert _watch(live) >= 1.0

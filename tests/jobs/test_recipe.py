@@ -80,9 +80,10 @@ def test_experiment_stages_inject_the_fault_with_and_without_the_guard():
 class FakeDriver:
     """Stands in for ``train.run``: writes what the driver leaves behind, without training."""
 
-    def __init__(self, fail: set[str] = frozenset()):
+    def __init__(self, fail: set[str] = frozenset(), interrupt: set[str] = frozenset()):
         self.requests = []
         self.fail = fail
+        self.interrupt = interrupt
 
     def __call__(self, request, stream=None):
         self.requests.append(request)
@@ -112,6 +113,9 @@ class FakeDriver:
                      "checkpoints": ",".join(names), "last_checkpoint": names[-1]},
             scalars_csv=records.SCALARS_FILENAME,
         )  # fmt: skip
+        if request.name in self.interrupt:
+            record = records.mark_interrupted(record, "interrupted by SIGTERM at iteration 3",
+                                              signal="SIGTERM")  # fmt: skip
         records.write_record(record, run_dir)
         return run_dir, record
 
@@ -161,6 +165,36 @@ def test_a_failed_stage_raises_and_publishes_nothing(monkeypatch, tmp_path):
     with pytest.raises(RuntimeError, match=f"stage {stage.publish_as} failed: boom"):
         recipe.run_stage(stage, tmp_path / "logs", tmp_path / "results", ci)
     assert not (tmp_path / "results" / stage.publish_as).exists()
+
+
+def test_an_interrupted_stage_ends_the_recipe_with_the_signals_exit_status(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv(profiles.PROFILE_ENV_VAR, "ci")
+    ci = profiles.get("ci")
+    driver = FakeDriver(interrupt={f"resume_{ci.main_iterations + ci.resume_iterations}"})
+    monkeypatch.setattr(recipe, "run", driver)
+    results = tmp_path / "results"
+    assert recipe_cli(["--stages", "main,resume,experiment", "--logs-root",
+                       str(tmp_path / "logs"), "--results", str(results)]) == 143  # fmt: skip
+    resume = f"resume_{ci.main_iterations + ci.resume_iterations}"
+    assert [r.name for r in driver.requests] == [f"train_{ci.main_iterations}", resume]
+    # The stage before stays published; the stopped one is not, and nothing ran after it.
+    assert sorted(p.name for p in results.iterdir()) == [f"train_{ci.main_iterations}"]
+    out, err = capsys.readouterr()
+    assert "interrupted by SIGTERM at iteration 3 (" in out
+    assert err == "microduck recipe: interrupted by SIGTERM\n"
+
+
+def test_the_resume_stage_takes_a_run_folder_as_resume_from(fake, tmp_path, monkeypatch):
+    import run_fakes
+
+    monkeypatch.setenv(profiles.PROFILE_ENV_VAR, "ci")
+    source = run_fakes.train_run(tmp_path / "runs", iterations=(0, 5))
+    assert recipe_cli(["--stages", "resume", "--resume-from", str(source), "--logs-root",
+                       str(tmp_path / "logs")]) == 0  # fmt: skip
+    (request,) = fake.requests
+    assert request.resume_from == next(source.glob("logs/rsl_rl/*/*/model_5.pt"))
 
 
 def test_main_hands_its_last_checkpoint_to_the_resume(fake, tmp_path, monkeypatch):

@@ -237,6 +237,40 @@ def test_failed_without_error_is_rejected():
     assert rec.status == "failed"
 
 
+def test_interrupted_needs_its_reason_and_only_it_carries_a_signal(tmp_path):
+    with pytest.raises(ValueError, match="status 'interrupted' needs a non-empty 'error'"):
+        make_record(status="interrupted", signal="SIGTERM")
+    with pytest.raises(ValueError, match="a 'signal' belongs to an interrupted run"):
+        make_record(signal="SIGTERM")
+    rec = records.mark_interrupted(make_record(), "interrupted by SIGTERM\n at iteration 6",
+                                   signal="SIGTERM")  # fmt: skip
+    back = records.load_record(records.write_record(rec, tmp_path))
+    assert (back.status, back.signal) == ("interrupted", "SIGTERM")
+    assert back.error == "interrupted by SIGTERM at iteration 6"  # one line
+
+
+def test_finalize_stamps_the_end_into_the_heartbeat_too(tmp_path):
+    import time
+
+    process = records.RunProcess(host="h", pid=1, heartbeat_at="2026-01-02T03:04:05+00:00")
+    rec = make_record(status="running", finished_at=None, wall_seconds=None, process=process)
+    done = records.finalize(rec.model_copy(update={"status": "ok"}), tmp_path, time.monotonic())
+    assert done.process.heartbeat_at == done.finished_at != process.heartbeat_at
+    assert records.load_record(tmp_path) == done
+
+
+def test_a_publish_that_fails_midway_leaves_no_staging_folder(tmp_path):
+    records.write_record(make_record(), tmp_path / "run")
+
+    def copy_files(record, staging):
+        (staging / "half.csv").write_text("x")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        records.publish_run(tmp_path / "run", tmp_path / "book" / "pub", copy_files)
+    assert sorted(p.name for p in (tmp_path / "book").iterdir()) == []
+
+
 def test_finished_status_needs_finished_at():
     with pytest.raises(ValueError, match="needs 'finished_at'"):
         make_record(status="ok", finished_at=None)
@@ -414,6 +448,10 @@ def test_published_schema_matches_the_model():
     assert set(schema["properties"]["kind"]["enum"]) == {
         "train", "replay", "bench", "probe", "contact_check", "doctor", "experiment",
         "gait_test", "book_build"}
+    assert set(schema["properties"]["status"]["enum"]) == {"ok", "failed", "running",
+                                                           "interrupted"}  # fmt: skip
+    assert "stale" in schema["properties"]["status"]["description"]
+    assert set(schema["$defs"]["RunProcess"]["required"]) == {"host", "pid", "heartbeat_at"}
 
 
 def test_cli_validate_and_verify(tmp_path, capsys):

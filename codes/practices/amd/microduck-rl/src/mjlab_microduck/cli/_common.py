@@ -106,18 +106,39 @@ def parse(cls: type[T], argv: list[str], prog: str, default: T | None = None, **
 
 def run_command(prog: str, build: Callable[[], T], act: Callable[[T], int]) -> int:
     """``act(build())``; bad input found while building (a :class:`Refused` or ``ValueError``)
-    is one line and exit status 2, and nothing has been created by then."""
-    try:
-        request = build()
-    except (Refused, ValueError) as err:
-        return refuse(prog, err)
-    return int(act(request))
+    is one line and exit status 2, and nothing has been created by then. A SIGINT, SIGTERM or
+    SIGHUP that the job did not turn into a record itself is one line and ``128 + signal``."""
+    from mjlab_microduck.jobs import stopping
+
+    with stopping.signals_raise():
+        try:
+            try:
+                request = build()
+            except (Refused, ValueError) as err:
+                return refuse(prog, err)
+            return int(act(request))
+        except (stopping.Interrupted, KeyboardInterrupt) as err:
+            return interrupted(prog, err)
+
+
+def interrupted(prog: str, err: BaseException) -> int:
+    """The line and exit status of a command stopped by a signal (130 for SIGINT, 143 for
+    SIGTERM): what it had finished keeps its records, a run it had not finished says so in
+    its own (or, for a replay or gait test, leaves no folder)."""
+    from mjlab_microduck.jobs import stopping
+
+    stop = stopping.as_interrupted(err) or stopping.Interrupted(2)
+    print(f"{prog}: {stop}", file=sys.stderr)
+    return stop.exit_status
 
 
 def finish_run(prog: str, run_dir: Path, record: RunRecord) -> int:
-    """Say where the run's record is; a failed run adds its error and exits 1."""
+    """Say where the run's record is; a failed run adds its error and exits 1, an interrupted
+    one its reason and ``128 + signal`` (130 for SIGINT, 143 for SIGTERM)."""
+    from mjlab_microduck.jobs import stopping
+
     print(f"run record: {run_dir / 'record.json'} (status {record.status})")
-    if record.status != "ok":
-        print(f"{prog}: {record.error}", file=sys.stderr)
-        return 1
-    return 0
+    if record.status == "ok":
+        return 0
+    print(f"{prog}: {record.error}", file=sys.stderr)
+    return stopping.exit_status(record.signal) if record.status == "interrupted" else 1

@@ -3,7 +3,8 @@
 
 Their defaults are the plan for the device and mode (``--device``, ``--quick``), so those two
 are read first; the request is validated before the run folder is made. A finished bench run is
-copied into the book with ``microduck records publish``.
+copied into the book with ``microduck records publish``. SIGINT or SIGTERM ends the run
+``interrupted`` (with what was measured) and the command with 130 or 143.
 """
 
 from __future__ import annotations

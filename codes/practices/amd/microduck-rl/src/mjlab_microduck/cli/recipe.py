@@ -1,5 +1,6 @@
 """``microduck recipe``: the options are the fields of
-:class:`~mjlab_microduck.jobs.recipe.RecipeRequest`, checked before any folder is made."""
+:class:`~mjlab_microduck.jobs.recipe.RecipeRequest`, checked before any folder is made. SIGINT
+or SIGTERM stops it with 130 or 143 once the stage in progress has recorded itself."""
 
 from __future__ import annotations
 

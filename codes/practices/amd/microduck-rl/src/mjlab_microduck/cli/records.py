@@ -1,10 +1,16 @@
 """``microduck records``: validate, verify or publish run records, or print their schema.
 
 ``validate`` checks record files against the schema; ``verify`` also checks every artifact's
-SHA-256; ``publish`` copies a finished training or bench run into the book (``book/results``);
-``schema`` prints (or writes) the JSON schema of a record; ``chapter-times`` records how long
-each chapter took in the last book build (``make chapter-times``); ``map`` rewrites the
-"which chapter reads which runs" section of ``book/results/README.md`` from the records.
+SHA-256 and reports a ``running`` record whose process is gone (or whose heartbeat is too old)
+as ``stale``, which ``verify --fix`` marks ``interrupted`` from what is on disk; ``publish``
+copies a finished training or bench run into the book (``book/results``); ``schema`` prints (or
+writes) the JSON schema of a record; ``chapter-times`` records how long each chapter took in the
+last book build (``make chapter-times``); ``map`` rewrites the "which chapter reads which runs"
+section of ``book/results/README.md`` from the records.
+
+Exit status: 0 when everything checked is fine, 1 when a record is invalid, changed or stale,
+2 for bad input (a path that names no record, a run that cannot be published, an output that
+cannot be written), refused in one line before anything is created.
 """
 
 from __future__ import annotations
@@ -15,9 +21,10 @@ from pathlib import Path
 from typing import Annotated, Union
 
 import tyro
-from tyro.conf import Positional
+from tyro.conf import Positional, arg
 
 from mjlab_microduck.cli._common import Refused, parse, refuse
+from mjlab_microduck.runs.liveness import STALE_AFTER_S
 
 
 @dataclass(frozen=True)
@@ -31,24 +38,33 @@ class Schema:
 class Validate:
     """Validate record files or run folders against the schema."""
 
-    paths: Positional[tuple[Path, ...]] = ()
+    paths: Annotated[tuple[Path, ...], Positional, arg(metavar="RECORD [RECORD ...]")] = ()
+    """record files, or run folders holding a record.json"""
 
 
 @dataclass(frozen=True)
 class Verify:
-    """Validate run folders and check the SHA-256 of every artifact they list."""
+    """Validate run folders, check the SHA-256 of every artifact they list, and report a running
+    record whose process is gone, or whose heartbeat is too old, as stale."""
 
-    paths: Positional[tuple[Path, ...]] = ()
+    paths: Annotated[tuple[Path, ...], Positional, arg(metavar="RECORD [RECORD ...]")] = ()
+    """record files, or run folders holding a record.json"""
+    fix: bool = False
+    """mark a stale run interrupted from what is on disk (a training's last checkpoint)"""
+    stale_after: float = STALE_AFTER_S
+    """seconds without a heartbeat after which a running record is stale"""
 
 
 @dataclass(frozen=True)
 class Publish:
     """Copy a finished training or bench run into the book (the destination must not exist)."""
 
-    run_dir: Positional[Path]
-    dest: Positional[Path]
+    run: Annotated[Path, Positional, arg(metavar="RUN")]
+    """the run folder to publish: a finished (ok) training or bench run"""
+    dest: Annotated[Path, Positional, arg(metavar="DEST")]
+    """the folder to publish it as, e.g. book/results/<name>; must not exist"""
     checkpoints: tuple[int, ...] = field(default=())
-    """training runs: the checkpoint iterations to publish (slimmed), besides the last one"""
+    """training runs: the checkpoint iterations to publish, slimmed (none unless listed)"""
 
 
 @dataclass(frozen=True)
@@ -88,43 +104,119 @@ def _subcommands():
     ]
 
 
-def _check(paths: tuple[Path, ...], verify: bool) -> int:
+def _missing(paths: tuple[Path, ...]) -> Path | None:
+    """The first path that names no record file (a record.json, or a folder holding one)."""
     from mjlab_microduck.runs import records
+
+    return next((p for p in paths if not records.record_path(p).is_file()), None)
+
+
+def _check(paths: tuple[Path, ...], verify: Verify | None = None) -> int:
+    from mjlab_microduck.runs import liveness, records
 
     bad = 0
     for target in paths:
         try:
             record = records.load_record(target)
-            if verify:
-                records.verify_artifacts(record, records.record_path(target).parent)
+            run_dir = records.record_path(target).parent
+            if verify is not None:
+                records.verify_artifacts(record, run_dir)
         except records.RecordError as err:
             print(err, file=sys.stderr)
             bad += 1
+            continue
+        where = records.record_path(target)
+        stale = verify is not None and liveness.stale_reason(record, verify.stale_after)
+        if stale and verify.fix:
+            from mjlab_microduck.jobs import recovery
+
+            try:
+                record = recovery.mark_stale_interrupted(run_dir, record, verify.stale_after)
+            except (OSError, records.RecordError) as err:  # a read-only folder, a full disk
+                print(f"{where}: stale, and cannot be fixed: {records.error_line(err)}",
+                      file=sys.stderr)  # fmt: skip
+                bad += 1
+                continue
+            print(f"{where}: fixed ({record.kind}, stale -> {record.status}): {record.error}")
+        elif stale:
+            hint = "`microduck records verify --fix` marks it interrupted"
+            print(f"{where}: stale ({record.kind}, running): {stale}; {hint}", file=sys.stderr)
+            bad += 1
         else:
-            print(f"{records.record_path(target)}: ok ({record.kind}, {record.status})")
+            print(f"{where}: ok ({record.kind}, {record.status})")
     return 1 if bad else 0
+
+
+def _not_publishable(record, run: Path) -> str | None:
+    """Why ``record`` cannot be published (one line), or None."""
+    from mjlab_microduck.runs import liveness
+
+    if record.kind not in ("train", "bench"):
+        return f"{run}: a {record.kind} run is not published this way (train and bench runs are)"
+    if record.status == "ok":
+        return None
+    if record.status == "running":
+        stale = liveness.stale_reason(record)
+        then = (f"stale ({stale}); `microduck records verify --fix {run}` marks it interrupted"
+                if stale else "wait for it to finish")  # fmt: skip
+        return f"{run}: the run is still running, only finished (ok) runs are published; {then}"
+    if record.status == "interrupted" and record.kind == "train":
+        return (f"{run}: the run was interrupted, only finished (ok) runs are published; "
+                f"`microduck train --resume-from {run}` continues it")  # fmt: skip
+    return f"{run}: the run is {record.status}, only finished (ok) runs are published"
 
 
 def _publish(request: Publish, prog: str) -> int:
     from mjlab_microduck.runs import records
 
     try:
-        record = records.load_record(request.run_dir)
+        record = records.load_record(request.run)
     except records.RecordError as err:
         return refuse(prog, err)
+    problem = _not_publishable(record, request.run)
+    if problem:
+        return refuse(prog, problem)
     if Path(request.dest).exists():
         return refuse(prog, f"{request.dest}: already exists; publishing never overwrites")
-    if record.kind == "train":
-        from mjlab_microduck.jobs import train
+    if not Path(request.dest).parent.is_dir():
+        return refuse(prog, f"{Path(request.dest).parent}: no such folder to publish into")
+    try:
+        if record.kind == "train":
+            from mjlab_microduck.jobs import train
 
-        published = train.publish(request.run_dir, request.dest, request.checkpoints)
-    elif record.kind == "bench":
-        from mjlab_microduck.jobs import bench
+            wanted = {f"model_{it}.pt" for it in request.checkpoints}
+            saved = str(record.summary.get("checkpoints", "")).split(",")
+            if wanted - set(saved):
+                return refuse(prog, f"{request.run}: no checkpoint "
+                                    f"{', '.join(sorted(wanted - set(saved)))} in the run "
+                                    f"(it saved {', '.join(saved)})")  # fmt: skip
+            published = train.publish(request.run, request.dest, request.checkpoints)
+        else:
+            from mjlab_microduck.jobs import bench
 
-        published = bench.publish(request.run_dir, request.dest)
-    else:
-        return refuse(prog, f"{request.run_dir}: a {record.kind} run is not published this way")
+            published = bench.publish(request.run, request.dest)
+    except (OSError, ValueError, RuntimeError) as err:  # publish_run leaves nothing behind
+        return refuse(prog, records.error_line(err))
     print(f"published: {Path(request.dest) / records.RECORD_FILENAME} ({published.run_id})")
+    return 0
+
+
+def _schema(request: Schema, prog: str) -> int:
+    from mjlab_microduck.runs import records
+
+    if request.output is None:
+        sys.stdout.write(records.schema_text())
+        return 0
+    out = Path(request.output)
+    if out.is_dir():
+        return refuse(prog, f"--output {out}: a folder; give the file to write")
+    if not out.parent.is_dir():
+        return refuse(prog, f"--output {out}: no such folder {out.parent}")
+    try:
+        records.atomic_write_text(out, records.schema_text())
+    except OSError as err:
+        return refuse(prog, f"--output {out}: cannot write: {err.strerror or err}")
+    print(f"schema: {out}")
     return 0
 
 
@@ -176,22 +268,23 @@ def main(argv: list[str] | None = None, prog: str = "microduck records") -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         command = parse(_subcommands(), argv, prog, description=__doc__)
-        if isinstance(command, (Validate, Verify)) and not command.paths:
-            raise Refused("give at least one record file or run folder")
+        if isinstance(command, (Validate, Verify)):
+            if not command.paths:
+                raise Refused("give at least one record file or run folder")
+            missing = _missing(command.paths)
+            if missing is not None:
+                raise Refused(f"{missing}: no record there (a record.json, or a run folder "
+                              "holding one)")  # fmt: skip
+        if isinstance(command, Verify) and command.stale_after <= 0:
+            raise Refused(f"--stale-after {command.stale_after}: must be more than 0 seconds")
     except Refused as err:
         return refuse(prog, err)
     if isinstance(command, Schema):
-        from mjlab_microduck.runs import records
-
-        if command.output is not None:
-            records.atomic_write_text(command.output, records.schema_text())
-        else:
-            sys.stdout.write(records.schema_text())
-        return 0
+        return _schema(command, prog)
     if isinstance(command, Publish):
         return _publish(command, prog)
     if isinstance(command, ChapterTimes):
         return _chapter_times(command, prog)
     if isinstance(command, Map):
         return _map(command, prog)
-    return _check(command.paths, verify=isinstance(command, Verify))
+    return _check(command.paths, command if isinstance(command, Verify) else None)

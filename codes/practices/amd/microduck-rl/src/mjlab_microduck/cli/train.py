@@ -1,7 +1,10 @@
 """``microduck train``: options are the fields of :class:`~mjlab_microduck.jobs.train.TrainRequest`.
 
 Defaults come from the profile in force (``MICRODUCK_PROFILE``: sizes and device). The request
-is validated (name, device, task, sizes, checkpoint) before the run folder is created.
+is validated (name, device, task, sizes, checkpoint) before the run folder is created;
+``--resume-from`` takes a checkpoint or a run folder (its last checkpoint, which must load).
+Exit status: 0 for an ok run, 1 for a failed one, 2 for bad input, 130 or 143 when SIGINT or
+SIGTERM stopped it (the run's record then says ``interrupted``).
 """
 
 from __future__ import annotations

@@ -54,7 +54,8 @@ from typing import Any, TextIO
 import numpy as np
 
 from mjlab_microduck.compat import _hook
-from mjlab_microduck.runs import names, records
+from mjlab_microduck.jobs import stopping
+from mjlab_microduck.runs import liveness, names, records
 from mjlab_microduck.runs.names import TASK_ID, UNGUARDED_TASK_ID
 from mjlab_microduck.runtime import backend as backend_of
 
@@ -1260,62 +1261,90 @@ def run(request: BenchRequest, stream: TextIO | None = None) -> tuple[Path, reco
 
     A configuration that fails is reported and skipped; the run then ends with status
     ``failed`` and the error names each failed configuration, while everything that was
-    measured is still written.
+    measured is still written. SIGINT, SIGTERM or SIGHUP end it ``interrupted``, with the rows
+    measured so far in ``bench.csv``; while it runs, the record's heartbeat is refreshed every
+    minute with the sections done.
     """
     from mjlab_microduck.runtime import provenance
 
     stream = stream or sys.stdout
     os.environ.setdefault("WANDB_MODE", "offline")
-    run_dir = records.new_run_dir(request.out, request.name)
-    command = ["microduck", "bench", *request.cli_args()]
-    record = records.RunRecord(
-        run_id=run_dir.name,
-        kind="bench",
-        status="running",
-        command=command,
-        config=request.config(),
-        provenance=provenance.collect(
+    with stopping.signals_raise() as signals:
+        command = ["microduck", "bench", *request.cli_args()]
+        # Provenance (which runs tools) before the folder exists: a signal until the record is
+        # written leaves nothing behind.
+        prov = provenance.collect(
             profile=request.profile,
             command=command,
             device=request.device,
             machine_label=request.machine_label,
-        ),  # fmt: skip
-        started_at=records.utc_now_iso(),
-        notes=NOTES,
-    )
-    records.write_record(record, run_dir)
-    started = time.monotonic()
-    results = BenchResults()
-    try:
-        with open(run_dir / LOG_FILENAME, "w", encoding="utf-8") as log:
-            ctx = _Ctx(request, results, log, stream, device_sync(request.device),
-                       MemoryProbe(request.device))  # fmt: skip
-            for section in request.sections:
-                section_start = time.monotonic()
-                _SECTION_RUNNERS[section](ctx)
-                results.extra[f"section_seconds.{section}"] = round(
-                    time.monotonic() - section_start, 3
-                )
-        records.atomic_write_text(run_dir / CSV_FILENAME, csv_text(results.rows))
-        status = "ok" if not results.errors else "failed"
-        record = record.model_copy(
-            update={
-                "status": status,
-                "error": "; ".join(results.errors)[:2000] if results.errors else None,
-                "summary": results.summary(),
-                "artifacts": [
-                    records.artifact(run_dir / CSV_FILENAME, run_dir, "bench_csv"),
-                    records.artifact(run_dir / LOG_FILENAME, run_dir, "log"),
-                ],
-            }
         )
-    except BaseException as err:  # noqa: BLE001 - even Ctrl-C leaves a failed record behind
-        record = records.mark_failed(record, err, summary=results.summary())
-        if not isinstance(err, Exception):
-            raise
-    finally:
-        record = records.finalize(record, run_dir, started)
+        run_dir = records.new_run_dir(request.out, request.name)
+        record = records.RunRecord(
+            run_id=run_dir.name,
+            kind="bench",
+            status="running",
+            command=command,
+            config=request.config(),
+            provenance=prov,
+            started_at=records.utc_now_iso(),
+            notes=NOTES,
+            process=liveness.this_process(),
+        )
+        records.write_record(record, run_dir)
+        started = time.monotonic()
+        results = BenchResults()
+        done: list[str] = []
+        progress = lambda: {"sections_done": ",".join(done)}  # noqa: E731
+        try:
+            with liveness.Heartbeat(record, run_dir, progress=progress), \
+                    open(run_dir / LOG_FILENAME, "w", encoding="utf-8") as log:  # fmt: skip
+                ctx = _Ctx(request, results, log, stream, device_sync(request.device),
+                           MemoryProbe(request.device))  # fmt: skip
+                for section in request.sections:
+                    section_start = time.monotonic()
+                    _SECTION_RUNNERS[section](ctx)
+                    results.extra[f"section_seconds.{section}"] = round(
+                        time.monotonic() - section_start, 3
+                    )
+                    done.append(section)
+            status = "ok" if not results.errors else "failed"
+            record = record.model_copy(
+                update={
+                    "status": status,
+                    "error": "; ".join(results.errors)[:2000] if results.errors else None,
+                    **_written(run_dir, results),
+                }
+            )
+        except BaseException as err:  # noqa: BLE001 - even a signal leaves its record behind
+            stop = stopping.as_interrupted(err)
+            if stop is not None:
+                # What was measured before the signal is kept: the rows so far, in bench.csv.
+                what = f"after {', '.join(done)}" if done else "before its first section ended"
+                record = records.mark_interrupted(
+                    record, f"interrupted by {stop.signal_name} {what}",
+                    signal=stop.signal_name, **_written(run_dir, results),
+                )  # fmt: skip
+            else:
+                record = records.mark_failed(record, err, summary=results.summary())
+            if not isinstance(err, (Exception, stopping.Interrupted)):
+                raise
+        finally:
+            signals.hold()  # a signal now would only lose the record being written
+            record = records.finalize(record, run_dir, started)
     return run_dir, record
+
+
+def _written(run_dir: Path, results: BenchResults) -> dict[str, Any]:
+    """Write ``bench.csv``; the summary and artifacts (CSV and log) a record lists."""
+    records.atomic_write_text(run_dir / CSV_FILENAME, csv_text(results.rows))
+    return {
+        "summary": results.summary(),
+        "artifacts": [
+            records.artifact(run_dir / CSV_FILENAME, run_dir, "bench_csv"),
+            records.artifact(run_dir / LOG_FILENAME, run_dir, "log"),
+        ],
+    }
 
 
 def publish(run_dir: str | os.PathLike[str], dest: str | os.PathLike[str]) -> records.RunRecord:

@@ -1,12 +1,13 @@
 """Gait-test the checkpoints of running trainings as they are saved.
 
-Problem it solves: a recipe is judged by the first checkpoint that passes the gait test, and a
-GPU hour spent testing them afterwards is an hour not spent training. This job builds the gait
-test's environment once (:class:`~mjlab_microduck.jobs.gait_test.GaitEvaluator`) and, while the
-training runs it watches are still running, tests every checkpoint whose iteration is a
-multiple of ``every`` (and each run's last), newest first, writing one ``gait_test`` record
-each under ``out``. It stops when every watched run has finished and nothing is left to test,
-or after ``max_seconds``.
+Problem it solves: a recipe is judged by the first checkpoint that passes the gait test, and
+testing them after a long GPU training doubles the time the GPU is needed. This job builds the
+gait test's environment once (:class:`~mjlab_microduck.jobs.gait_test.GaitEvaluator`) and,
+while the training runs it watches are still running, tests every checkpoint whose iteration is
+a multiple of ``every`` (and each run's last), newest first, writing one ``gait_test`` record
+each under ``out``. It stops when every watched run has finished (a ``running`` record whose
+process is gone counts as finished: :func:`~mjlab_microduck.runs.liveness.stale_reason`) and
+nothing is left to test, or after ``max_seconds``.
 
 A checkpoint is read once it has not changed for ``settle_s`` (rsl_rl writes it in place). The
 training runs must all be of one task (the evaluator holds one task's network).
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from mjlab_microduck.jobs import gait_test, train
-from mjlab_microduck.runs import records
+from mjlab_microduck.runs import liveness, records
 from mjlab_microduck.runs.names import checkpoint_iteration
 
 
@@ -57,9 +58,11 @@ class GaitWatchRequest:
 
 
 def _run_state(run: Path) -> tuple[str, str | None]:
-    """The run's status and its task, as its record says now."""
+    """The run's status and its task, as its record says now (``stale`` for a dead run that
+    still says ``running``: waiting for it to finish would wait for ever)."""
     record = records.load_record(Path(run) / records.RECORD_FILENAME)
-    return record.status, record.config.get("task")
+    status = "stale" if liveness.stale_reason(record) else record.status
+    return status, record.config.get("task")
 
 
 def due_checkpoints(run: Path, every: int, min_iteration: int, finished: bool) -> list[Path]:
@@ -97,7 +100,7 @@ def watch(request: GaitWatchRequest, log=print) -> list[gait_test.GaitRun]:
     try:
         while time.monotonic() - started < request.max_seconds:
             states = {run: _run_state(run)[0] for run in request.runs}
-            waiting = [
+            untested = [
                 p
                 for run in request.runs
                 for p in due_checkpoints(
@@ -105,9 +108,9 @@ def watch(request: GaitWatchRequest, log=print) -> list[gait_test.GaitRun]:
                 )
                 if p not in done
             ]
-            ready = [p for p in waiting if _settled(p, request.settle_s)]
+            ready = [p for p in untested if _settled(p, request.settle_s)]
             if not ready:
-                if not waiting and all(s != "running" for s in states.values()):
+                if not untested and all(s != "running" for s in states.values()):
                     break
                 time.sleep(request.poll_s)
                 continue

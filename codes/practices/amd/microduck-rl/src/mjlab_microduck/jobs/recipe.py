@@ -9,6 +9,12 @@ them. Stages can run in separate processes: ``main`` and ``resume`` must run in 
 the others are independent (on a large GPU at 256 envs they fit side by side); ``replay``
 replays every checkpoint already published in the results folder. Run ``bench`` on an
 otherwise idle GPU: it measures throughput.
+
+A stage stopped by SIGINT, SIGTERM or SIGHUP ends the recipe: its run records itself as
+``interrupted`` (in the logs, never published), the stages before it stay published, and the
+recipe re-raises the stop (:class:`~mjlab_microduck.jobs.stopping.Interrupted`), so
+``microduck recipe`` exits 130 or 143. ``--resume-from`` takes a run folder (its last
+checkpoint) as ``microduck train`` does, e.g. the interrupted main stage's.
 """
 
 from __future__ import annotations
@@ -16,7 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from mjlab_microduck.jobs.train import TrainRequest, publish, run
+from mjlab_microduck.jobs import stopping
+from mjlab_microduck.jobs.train import TrainRequest, publish, resume_checkpoint, run
 from mjlab_microduck.runs import names, records
 from mjlab_microduck.runs.names import TASK_ID, UNGUARDED_TASK_ID, checkpoint_iteration
 from mjlab_microduck.runtime import profiles
@@ -118,6 +125,9 @@ def run_stage(stage: Stage, logs_root: Path, results_root: Path, profile: profil
         stage.request, logs_root=logs_root, device=profile.device, profile=profile.name
     )
     run_dir, record = run(request)
+    if record.status == "interrupted":
+        print(f"[recipe] stage {stage.publish_as} {record.error} ({run_dir})")
+        raise stopping.Interrupted(stopping.exit_status(record.signal) - 128)
     if record.status != "ok":
         raise RuntimeError(f"stage {stage.publish_as} failed: {record.error} ({run_dir})")
     kept = set(stage.keep_checkpoints)
@@ -201,7 +211,7 @@ class RecipeRequest:
     label: str = "local"
     """machine label for the results folder name"""
     resume_from: Path | None = None
-    """checkpoint for the resume stage (default: the main stage's last)"""
+    """checkpoint, or run folder, for the resume stage (default: the main stage's last)"""
     task: str = TASK_ID
     """task of the main and resume stages (a tuning preset to compare)"""
     seed: int = 42
@@ -220,9 +230,7 @@ def validate(request: RecipeRequest) -> RecipeRequest:
     if "resume" in wanted and "main" not in wanted and request.resume_from is None:
         raise ValueError("the resume stage needs main or --resume-from")
     if request.resume_from is not None:
-        if not request.resume_from.is_file():
-            raise ValueError(f"--resume-from {request.resume_from}: no such checkpoint")
-        checkpoint_iteration(request.resume_from)
+        request = replace(request, resume_from=resume_checkpoint(request.resume_from))
     from mjlab_microduck.tasks.velocity import TUNING_OF_TASK  # loads mjlab and the tasks
 
     if request.task not in TUNING_OF_TASK:
@@ -233,7 +241,8 @@ def validate(request: RecipeRequest) -> RecipeRequest:
 
 def run_recipe(request: RecipeRequest) -> Path:
     """Run the requested stages in order; returns the results folder."""
-    wanted = validate(request).stage_list()
+    request = validate(request)
+    wanted = request.stage_list()
     profile = profiles.current()
     results = request.results or records.new_run_dir(request.logs_root / "results", request.label)
     results.mkdir(parents=True, exist_ok=True)

@@ -5,12 +5,18 @@ a fresh timestamped run directory under a git-ignored logs root (nothing is ever
 the trainer's own iteration log streamed live and kept in ``train.log``, the TensorBoard scalars
 exported to ``scalars.csv`` with TensorBoard's event reader, a summary in the reference
 chapter's format, and a validated ``record.json`` with provenance. A run that fails still leaves
-a record, with status ``failed`` and the error, never a half-written success.
+a record, with status ``failed`` and the error, never a half-written success; a run stopped by
+SIGINT, SIGTERM or SIGHUP stops the trainer and leaves an ``interrupted`` record with what it
+got to (last iteration and checkpoint, scalars so far); a running record's heartbeat is
+refreshed every minute, so a run whose driver was killed outright is found ``stale`` by
+``microduck records verify``.
 
-Resuming copies the chosen checkpoint into the new run's log tree and lets mjlab's own resume
-logic load it (rsl_rl counts *additional* iterations: from model_499 with 1000 more, the last
-file is model_1498.pt). ``publish`` copies a run's record, CSV and slim checkpoints (policy
-weights and observation normaliser, no optimiser state) into ``book/results/``.
+Resuming copies the chosen checkpoint (given as a file, or a run folder whose last checkpoint
+is taken) into the new run's log tree and lets mjlab's own resume logic load it (rsl_rl counts
+*additional* iterations: from model_499 with 1000 more, the last file is model_1498.pt); the
+new record's config names the run it continues. ``publish`` copies a run's record, CSV and
+slim checkpoints (policy weights and observation normaliser, no optimiser state) into
+``book/results/``.
 """
 
 from __future__ import annotations
@@ -20,21 +26,27 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from collections import deque
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
 
 from mjlab_microduck.analysis.training import summarize
-from mjlab_microduck.runs import names, records
-from mjlab_microduck.runs.names import checkpoint_iteration, is_checkpoint_name
+from mjlab_microduck.jobs import stopping
+from mjlab_microduck.runs import liveness, names, records
+from mjlab_microduck.runs.names import EXPERIMENT_NAME, checkpoint_iteration, is_checkpoint_name
 from mjlab_microduck.runtime import backend
 
 RESUME_SOURCE_DIR = "resume_source"
 TRAIN_LOG = "train.log"
+TAIL_LINES = 5  # the trainer's last lines a failed record quotes
+# rsl_rl's header of each iteration's block in the log (after the iteration's update).
+_ITERATION_RE = re.compile(r"Learning iteration (\d+)/(\d+)")
 FAULT_ENV = "MICRODUCK_FAULT_FROZEN_BROADPHASE"
 
 
@@ -59,7 +71,8 @@ class TrainRequest:
     logs_root: Path = Path("logs")
     """where the run folder is made (git-ignored)"""
     resume_from: Path | None = None
-    """an rsl_rl checkpoint (model_<iteration>.pt) to continue from"""
+    """a run folder (its last checkpoint) or an rsl_rl checkpoint (model_<iteration>.pt) to
+    continue from"""
     frozen_broadphase: bool = False
     """fault injection: reuse the first step's broadphase list (chapter 7)"""
     profile: str | None = None
@@ -156,8 +169,6 @@ def list_checkpoints(log_dir: str | Path) -> list[Path]:
 
 def find_mjlab_log_dir(run_dir: Path) -> Path:
     """The single log directory mjlab created inside ``run_dir`` (not the resume source)."""
-    from mjlab_microduck.tasks.rl_cfg import EXPERIMENT_NAME
-
     root = run_dir / "logs" / "rsl_rl" / EXPERIMENT_NAME
     candidates = [p for p in root.glob("*") if p.is_dir() and p.name != RESUME_SOURCE_DIR]
     if len(candidates) != 1:
@@ -169,8 +180,6 @@ def _stage_resume(run_dir: Path, checkpoint: Path, device: str = "cpu") -> None:
     if not checkpoint.is_file():
         raise FileNotFoundError(f"{checkpoint}: resume checkpoint does not exist")
     checkpoint_iteration(checkpoint)
-    from mjlab_microduck.tasks.rl_cfg import EXPERIMENT_NAME
-
     source = run_dir / "logs" / "rsl_rl" / EXPERIMENT_NAME / RESUME_SOURCE_DIR
     source.mkdir(parents=True)
     staged = source / checkpoint.name
@@ -199,7 +208,9 @@ def save_torch_atomic(data: object, dst: str | Path) -> Path:
 
 def validate(request: TrainRequest) -> TrainRequest:
     """Everything :meth:`TrainRequest.check` refuses, plus a device this machine lacks, a task
-    mjlab does not know and a missing or misnamed checkpoint; ``ValueError`` with one line.
+    mjlab does not know and a checkpoint (or a run folder's last one) that is missing, misnamed
+    or unreadable; ``ValueError`` with one line. The request returned resumes from the
+    checkpoint file itself.
 
     Nothing is created: the command line calls this before :func:`run` makes the run folder.
     """
@@ -210,13 +221,208 @@ def validate(request: TrainRequest) -> TrainRequest:
     if request.task not in list_tasks():
         raise ValueError(f"--task {request.task!r} is not a registered task")
     if request.resume_from is not None:
-        if not Path(request.resume_from).is_file():
-            raise ValueError(f"--resume-from {request.resume_from}: no such checkpoint")
+        request = replace(request, resume_from=resume_checkpoint(request.resume_from))
+    return request
+
+
+def last_checkpoint(run_dir: str | Path) -> Path | None:
+    """The last checkpoint a training run saved (in its mjlab log folder), or None."""
+    try:
+        found = list_checkpoints(find_mjlab_log_dir(Path(run_dir)))
+    except RuntimeError:  # mjlab had not made its log folder yet
+        return None
+    return found[-1] if found else None
+
+
+def resume_checkpoint(path: str | Path) -> Path:
+    """The checkpoint ``--resume-from`` loads: ``path`` itself, or a run folder's last one.
+
+    It must load (a run killed while saving can leave a torn last file); ``ValueError`` with
+    one line otherwise, naming the checkpoint before it when there is one.
+    """
+    given = Path(path)
+    if given.is_dir():
+        checkpoint = last_checkpoint(given)
+        if checkpoint is None:
+            raise ValueError(
+                f"--resume-from {given}: no checkpoint in a training run folder "
+                f"(logs/rsl_rl/{EXPERIMENT_NAME}/<run>/model_<iteration>.pt)"
+            )
+    elif given.is_file():
+        checkpoint = given
         try:
-            checkpoint_iteration(request.resume_from)
+            checkpoint_iteration(checkpoint)
         except ValueError as err:
             raise ValueError(f"--resume-from {err}") from None
-    return request
+    else:
+        raise ValueError(f"--resume-from {given}: no such checkpoint or run folder")
+    problem = _unreadable(checkpoint)
+    if problem:
+        at = checkpoint_iteration(checkpoint)
+        before = [p for p in list_checkpoints(checkpoint.parent) if checkpoint_iteration(p) < at]
+        hint = f"; resume from the one before: --resume-from {before[-1]}" if before else ""
+        raise ValueError(f"--resume-from {checkpoint}: unreadable checkpoint ({problem}){hint}")
+    return checkpoint
+
+
+def _unreadable(checkpoint: Path) -> str | None:
+    """Why torch cannot load ``checkpoint`` as an rsl_rl checkpoint (one line), or None."""
+    import torch
+
+    try:
+        data = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    except Exception as err:  # noqa: BLE001 - a torn zip, a pickle error, a bad header: all "no"
+        return records.error_line(err, limit=300)
+    if not isinstance(data, dict) or "actor_state_dict" not in data:
+        return "no actor_state_dict: not an rsl_rl 5 checkpoint"
+    return None
+
+
+def run_of_checkpoint(checkpoint: str | Path) -> Path | None:
+    """The run folder a checkpoint belongs to: the nearest folder above it with a record (a
+    training run keeps it four levels up, a published run beside it), or None."""
+    for parent in list(Path(checkpoint).resolve().parents)[:5]:
+        if (parent / records.RECORD_FILENAME).is_file():
+            return parent
+    return None
+
+
+def _run_id(run_dir: Path) -> str:
+    try:
+        return records.load_record(run_dir).run_id
+    except records.RecordError:  # a damaged record still names its run by its folder
+        return run_dir.name
+
+
+def _last_logged_iteration(log: Path) -> int | None:
+    """The last iteration rsl_rl reported in ``train.log`` (read from its end), or None."""
+    try:
+        with log.open("rb") as fh:
+            fh.seek(max(0, log.stat().st_size - (256 << 10)))
+            text = fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    found = _ITERATION_RE.findall(text)
+    return int(found[-1][0]) if found else None
+
+
+def _progress(run_dir: Path) -> dict:
+    """How far a running training got, for its heartbeat: the last checkpoint and iteration."""
+    progress: dict = {}
+    checkpoint = last_checkpoint(run_dir)
+    if checkpoint is not None:
+        progress["last_checkpoint"] = checkpoint.name
+        progress["last_checkpoint_iteration"] = checkpoint_iteration(checkpoint)
+    iteration = _last_logged_iteration(run_dir / TRAIN_LOG)
+    if iteration is not None:
+        progress["last_iteration"] = iteration
+    return progress
+
+
+def stopped_on_disk(record: records.RunRecord, run_dir: Path) -> dict:
+    """What a training that stopped early left behind, as record fields: the summary of the
+    scalars TensorBoard had written (exported to ``scalars.csv``), its checkpoints, the last
+    iteration it reported, and ``train.log``, listed with their checksums."""
+    summary: dict = {}
+    artifacts: list[records.Artifact] = []
+    scalars_csv = None
+    try:
+        log_dir = find_mjlab_log_dir(run_dir)
+    except RuntimeError:
+        log_dir = None
+    if log_dir is not None:
+        try:
+            scalars = _export(log_dir, run_dir)
+        except Exception:  # noqa: BLE001 - no event file yet, or a torn last one
+            scalars = None
+        if scalars is not None and len(scalars):
+            # From the record, not the task module: fixing a stale record needs no mjlab.
+            num_envs = int(record.config.get("num_envs") or 0)
+            steps = int(record.config.get("steps_per_env") or 0)
+            summary.update(summarize(scalars, num_envs, steps))
+            scalars_csv = records.SCALARS_FILENAME
+            artifacts.append(records.artifact(run_dir / scalars_csv, run_dir, "scalars"))
+        checkpoints = list_checkpoints(log_dir)
+        if checkpoints:
+            summary["checkpoints"] = ",".join(p.name for p in checkpoints)
+    summary.update(_progress(run_dir))  # the log goes further than the last flushed event
+    if (run_dir / TRAIN_LOG).is_file():
+        artifacts.append(records.artifact(run_dir / TRAIN_LOG, run_dir, "log"))
+    return {"summary": summary, "scalars_csv": scalars_csv, "artifacts": artifacts}
+
+
+def progress_line(summary: dict) -> str:
+    """``at iteration 23, last checkpoint model_20.pt`` (or what of it is known)."""
+    parts = []
+    if summary.get("last_iteration") is not None:
+        parts.append(f"at iteration {summary['last_iteration']}")
+    checkpoint = summary.get("last_checkpoint")
+    parts.append(f"last checkpoint {checkpoint}" if checkpoint else "before its first checkpoint")
+    return ", ".join(parts)
+
+
+def _interrupted(record: records.RunRecord, run_dir: Path, signal_name: str) -> records.RunRecord:
+    found = stopped_on_disk(record, run_dir)
+    reason = f"interrupted by {signal_name} {progress_line(found['summary'])}"
+    return records.mark_interrupted(record, reason, signal=signal_name, **found)
+
+
+def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
+    """Train, export and record. Returns the run directory and its record (ok, failed or
+    interrupted).
+
+    A malformed request (:meth:`TrainRequest.check`, a run folder to resume with no readable
+    checkpoint) raises before the run folder exists. SIGINT, SIGTERM or SIGHUP stop the trainer
+    and leave an ``interrupted`` record with the last checkpoint (:mod:`.stopping`); while it
+    runs, the record's heartbeat is refreshed every minute (:mod:`~mjlab_microduck.runs.liveness`).
+    """
+    from mjlab_microduck.runtime import provenance
+
+    request.check()
+    if request.resume_from is not None and Path(request.resume_from).is_dir():
+        request = replace(request, resume_from=resume_checkpoint(request.resume_from))
+    stream = stream or sys.stdout
+    with stopping.signals_raise() as signals:
+        command = [
+            sys.executable,
+            "-u",
+            "-m",
+            "mjlab_microduck.jobs.train",
+            "--mjlab",
+            *request.mjlab_args(),
+        ]
+        # Everything slow (provenance runs tools) before the folder exists: a signal until the
+        # record is written leaves nothing behind.
+        config = record_config(request)
+        prov = provenance.collect(profile=request.profile, command=command, device=request.device)
+        run_dir = records.new_run_dir(request.logs_root, request.name)
+        record = records.RunRecord(
+            run_id=run_dir.name,
+            kind="train",
+            status="running",
+            command=command,
+            config=config,
+            provenance=prov,
+            started_at=records.utc_now_iso(),
+            process=liveness.this_process(),
+        )
+        records.write_record(record, run_dir)
+        started = time.monotonic()
+        try:
+            with liveness.Heartbeat(record, run_dir, progress=lambda: _progress(run_dir)):
+                record = _train(request, run_dir, command, record, stream)
+        except BaseException as err:  # noqa: BLE001 - any end, even a signal, must be recorded
+            stop = stopping.as_interrupted(err)
+            if stop is not None:
+                record = _interrupted(record, run_dir, stop.signal_name)
+            else:
+                record = records.mark_failed(record, err)
+            if not isinstance(err, (Exception, stopping.Interrupted)):
+                raise
+        finally:
+            signals.hold()  # a signal now would only lose the record being written
+            record = records.finalize(record, run_dir, started)
+    return run_dir, record
 
 
 def record_config(request: TrainRequest) -> dict:
@@ -226,6 +432,8 @@ def record_config(request: TrainRequest) -> dict:
     from mjlab_microduck.tasks.velocity import TUNING_OF_TASK
 
     tuning = TUNING_OF_TASK.get(request.task)
+    resume = Path(request.resume_from) if request.resume_from else None
+    continues = run_of_checkpoint(resume) if resume else None
     return {
         "task": request.task,
         # Through JSON so the record in memory equals the one read back (tuples become lists).
@@ -236,106 +444,98 @@ def record_config(request: TrainRequest) -> dict:
         "save_interval": request.save_interval,
         "steps_per_env": STEPS_PER_ENV,
         "device": request.device,
-        "resume_from": str(request.resume_from) if request.resume_from else None,
-        "resume_from_iteration": (
-            checkpoint_iteration(request.resume_from) if request.resume_from else None
-        ),
+        "resume_from": str(resume) if resume else None,
+        "resume_from_iteration": checkpoint_iteration(resume) if resume else None,
+        # The run this one continues (chapter 5's resume to 1500 points to its 500-iteration
+        # run): the folder holding the checkpoint's record, and that record's id.
+        "continues_run": _run_id(continues) if continues else None,
+        "continues_run_dir": str(continues) if continues else None,
         "frozen_broadphase": request.frozen_broadphase,
         "gpu_ids": request.gpu_list(),
         "ranks": _rank_provenance(request),
     }
 
 
-def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
-    """Train, export and record. Returns the run directory and its record (ok or failed).
-
-    A malformed request (:meth:`TrainRequest.check`) raises before the run folder exists.
-    """
-    from mjlab_microduck.runtime import provenance
-
-    request.check()
-    stream = stream or sys.stdout
-    run_dir = records.new_run_dir(request.logs_root, request.name)
-    command = [
-        sys.executable,
-        "-u",
-        "-m",
-        "mjlab_microduck.jobs.train",
-        "--mjlab",
-        *request.mjlab_args(),
-    ]
+def _train(
+    request: TrainRequest, run_dir: Path, command: list[str], record: records.RunRecord, stream
+) -> records.RunRecord:
+    """The run itself, from staging the resume to the ok record (not yet written)."""
     from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
 
-    config = record_config(request)
-    record = records.RunRecord(
-        run_id=run_dir.name,
-        kind="train",
-        status="running",
-        command=command,
-        config=config,
-        provenance=provenance.collect(
-            profile=request.profile, command=command, device=request.device
-        ),
-        started_at=records.utc_now_iso(),
+    if request.resume_from is not None:
+        _stage_resume(run_dir, Path(request.resume_from).resolve(), request.device)
+    env = dict(os.environ, WANDB_MODE="offline", GIT_PYTHON_REFRESH="quiet")
+    if request.frozen_broadphase:
+        env[FAULT_ENV] = "1"
+    else:
+        env.pop(FAULT_ENV, None)
+    returncode, tail = _run_streaming(command, run_dir, env, stream)
+    if returncode < 0:
+        raise RuntimeError(f"mjlab train was killed by {stopping.signal_name(-returncode)}: {tail}")
+    if returncode != 0:
+        raise RuntimeError(f"mjlab train exited with status {returncode}: {tail}")
+    log_dir = find_mjlab_log_dir(run_dir)
+    scalars = _export(log_dir, run_dir)
+    checkpoints = list_checkpoints(log_dir)
+    if not checkpoints:
+        raise RuntimeError(f"{log_dir}: training wrote no checkpoint")
+    summary = summarize(scalars, request.num_envs, STEPS_PER_ENV)
+    summary["checkpoints"] = ",".join(p.name for p in checkpoints)
+    summary["last_checkpoint"] = checkpoints[-1].name
+    return record.model_copy(
+        update={
+            "status": "ok",
+            "summary": summary,
+            "scalars_csv": records.SCALARS_FILENAME,
+            "artifacts": [
+                records.artifact(run_dir / records.SCALARS_FILENAME, run_dir, "scalars"),
+                records.artifact(run_dir / TRAIN_LOG, run_dir, "log"),
+            ],
+        }
     )
-    records.write_record(record, run_dir)
-    started = time.monotonic()
-    try:
-        if request.resume_from is not None:
-            _stage_resume(run_dir, Path(request.resume_from).resolve(), request.device)
-        env = dict(os.environ, WANDB_MODE="offline", GIT_PYTHON_REFRESH="quiet")
-        if request.frozen_broadphase:
-            env[FAULT_ENV] = "1"
-        else:
-            env.pop(FAULT_ENV, None)
-        returncode, tail = _run_streaming(command, run_dir, env, stream)
-        if returncode != 0:
-            raise RuntimeError(f"mjlab train exited with status {returncode}: {tail}")
-        log_dir = find_mjlab_log_dir(run_dir)
-        scalars = _export(log_dir, run_dir)
-        checkpoints = list_checkpoints(log_dir)
-        if not checkpoints:
-            raise RuntimeError(f"{log_dir}: training wrote no checkpoint")
-        summary = summarize(scalars, request.num_envs, STEPS_PER_ENV)
-        summary["checkpoints"] = ",".join(p.name for p in checkpoints)
-        summary["last_checkpoint"] = checkpoints[-1].name
-        record = record.model_copy(
-            update={
-                "status": "ok",
-                "summary": summary,
-                "scalars_csv": records.SCALARS_FILENAME,
-                "artifacts": [
-                    records.artifact(run_dir / records.SCALARS_FILENAME, run_dir, "scalars"),
-                    records.artifact(run_dir / TRAIN_LOG, run_dir, "log"),
-                ],
-            }
-        )
-    except BaseException as err:  # noqa: BLE001 - any failure, even Ctrl-C, must be recorded
-        record = records.mark_failed(record, err)
-        if not isinstance(err, Exception):
-            raise
-    finally:
-        record = records.finalize(record, run_dir, started)
-    return run_dir, record
 
 
 def _run_streaming(command: list[str], run_dir: Path, env: dict, stream) -> tuple[int, str]:
-    """Run the trainer, echoing its output live and keeping it in ``train.log``."""
-    tail: list[str] = []
+    """Run the trainer, echoing its output live and keeping it in ``train.log``.
+
+    The trainer leads its own process group, so a signal to this process reaches it only
+    through here: whatever ends the loop early (:class:`.stopping.Interrupted`, or an error)
+    passes the signal on to the whole group (mjlab's per-GPU workers included), keeps reading
+    until the trainer's output ends, and re-raises. A trainer orphaned by a SIGKILL of this
+    process dies at its next line of output, on the broken pipe.
+    """
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
     with open(run_dir / TRAIN_LOG, "w", encoding="utf-8") as log:
         proc = subprocess.Popen(
             command, cwd=run_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, bufsize=1,
+            text=True, bufsize=1, start_new_session=True,
         )  # fmt: skip
         assert proc.stdout is not None
-        for line in proc.stdout:
+
+        def keep(line: str) -> None:
             log.write(line)
-            if _worth_showing(line):
-                stream.write(line)
-                stream.flush()
-            tail = (tail + [line.strip()])[-5:]
-        returncode = proc.wait()
-    return returncode, " | ".join(t for t in tail if t)
+            if line.strip():
+                tail.append(line.strip())
+
+        try:
+            for line in proc.stdout:
+                keep(line)
+                if _worth_showing(line):
+                    stream.write(line)
+                    stream.flush()
+            returncode = proc.wait()
+        except BaseException as err:
+            stop = stopping.as_interrupted(err)
+            timer = stopping.stop_group(proc, stop.signum if stop else signal.SIGTERM)
+            try:
+                for line in proc.stdout:  # the trainer's last words belong in train.log
+                    keep(line)
+                proc.wait()
+            finally:
+                if timer is not None:
+                    timer.cancel()
+            raise
+    return returncode, " | ".join(tail)
 
 
 def _worth_showing(line: str) -> bool:

@@ -17,6 +17,9 @@ from pathlib import PurePath
 # them costs nothing, so that a request or its --help does not have to load mjlab.
 TASK_ID = "Mjlab-Velocity-Flat-MicroDuck"
 UNGUARDED_TASK_ID = f"{TASK_ID}-Unguarded"
+# The folder rsl_rl logs the task's runs under (``logs/rsl_rl/<experiment>/``); here for the
+# same reason: finding a run's checkpoints (resume, ``records verify --fix``) needs no mjlab.
+EXPERIMENT_NAME = "microduck_velocity"
 
 RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _RUN_STAMP_RE = re.compile(r"^\d{8}T\d{6}Z_")

@@ -11,6 +11,12 @@ therefore writes a :class:`RunRecord`:
 * optional ``scalars.csv`` (one row per iteration) and artifacts (slim checkpoints, MP4s)
   listed with their SHA-256 so a published result can be checked byte for byte.
 
+A record says how its run ended: ``ok``, ``failed`` (with the error), ``interrupted`` (stopped
+by a signal, or found dead by ``microduck records verify --fix``; with the reason), or still
+``running``. A running record names its host and process and carries a heartbeat
+(:class:`RunProcess`), so a run whose process is gone can be told from one in progress
+(:mod:`mjlab_microduck.runs.liveness`).
+
 All writes go through a temporary file in the target directory followed by ``os.replace``, so
 a crash leaves either the old file or the new one, never half a file.
 
@@ -64,7 +70,7 @@ RunKind = Literal[
     "gait_test",
     "book_build",
 ]
-RunStatus = Literal["ok", "failed", "running"]
+RunStatus = Literal["ok", "failed", "running", "interrupted"]
 Backend = Literal["cpu", "cuda", "hip"]
 
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -165,14 +171,35 @@ class Artifact(_Strict):
         return value
 
 
+class RunProcess(_Strict):
+    """The process that writes a run's record, and when it last said it was alive."""
+
+    host: str = Field(min_length=1)
+    pid: int = Field(ge=1)
+    heartbeat_at: IsoDateTime = Field(
+        description="last sign of life: the start, each heartbeat (a minute apart), the end"
+    )
+
+
 class RunRecord(_Strict):
     """One run: what was asked, where it ran, how it ended, what it produced."""
 
     schema_version: Literal[1] = SCHEMA_VERSION
     run_id: str = Field(min_length=1)
     kind: RunKind
-    status: RunStatus
-    error: str | None = None
+    status: RunStatus = Field(
+        description="ok, failed, interrupted, or running (a running record whose process is "
+        "gone, or whose heartbeat is too old, is reported stale by `microduck records verify`)"
+    )
+    error: str | None = Field(
+        default=None, description="one line: why a run failed or was interrupted"
+    )
+    signal: str | None = Field(
+        default=None, description="the signal that interrupted the run (SIGINT, SIGTERM)"
+    )
+    process: RunProcess | None = Field(
+        default=None, description="host, pid and heartbeat of the process that ran it"
+    )
     command: list[str] = Field(default_factory=list)
     config: dict[str, Any] = Field(
         default_factory=dict, description="task, num_envs, iterations, seeds, ..."
@@ -200,8 +227,10 @@ class RunRecord(_Strict):
     def _status_consistent(self) -> RunRecord:
         # A failed run that does not say why, or a finished run without an end time, is the
         # kind of record that later reads as a success; refuse both.
-        if self.status == "failed" and not self.error:
-            raise ValueError("status 'failed' needs a non-empty 'error'")
+        if self.status in ("failed", "interrupted") and not self.error:
+            raise ValueError(f"status {self.status!r} needs a non-empty 'error'")
+        if self.signal is not None and self.status != "interrupted":
+            raise ValueError(f"a 'signal' belongs to an interrupted run, not a {self.status} one")
         if self.status != "running" and self.finished_at is None:
             raise ValueError(f"status {self.status!r} needs 'finished_at'")
         return self
@@ -296,9 +325,15 @@ def publish_run(
     if staging.exists():
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
-    published = record.model_copy(update={"artifacts": copy_files(record, staging)})
-    write_record(published, staging)
-    staging.rename(target)
+    try:
+        published = record.model_copy(update={"artifacts": copy_files(record, staging)})
+        write_record(published, staging)
+        staging.rename(target)
+    except BaseException:
+        # All or nothing: a copy that fails (a missing checkpoint, a full disk, Ctrl-C)
+        # leaves no staging folder behind for the next attempt to trip over.
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return published
 
 
@@ -360,21 +395,34 @@ def mark_failed(record: RunRecord, err: BaseException, **updates: Any) -> RunRec
     return record.model_copy(update={"status": "failed", "error": error_line(err), **updates})
 
 
+def mark_interrupted(
+    record: RunRecord, reason: str, signal: str | None = None, **updates: Any
+) -> RunRecord:
+    """The record of a run that was stopped (status interrupted, the reason on one line)."""
+    return record.model_copy(
+        update={"status": "interrupted", "error": " ".join(reason.split())[:2000],
+                "signal": signal, **updates}
+    )  # fmt: skip
+
+
 def finalize(
     record: RunRecord, run_dir: str | os.PathLike[str], started_monotonic: float
 ) -> RunRecord:
     """Stamp the finish time and wall time, then write the record (atomically) to ``run_dir``.
 
-    Called from a ``finally`` block so a run that fails still leaves its record behind.
+    Called from a ``finally`` block so a run that fails still leaves its record behind. The
+    end is the process's last sign of life, so its heartbeat says the same time.
     """
     import time
 
-    record = record.model_copy(
-        update={
-            "finished_at": utc_now_iso(),
-            "wall_seconds": round(time.monotonic() - started_monotonic, 3),
-        }
-    )
+    now = utc_now_iso()
+    update: dict[str, Any] = {
+        "finished_at": now,
+        "wall_seconds": round(time.monotonic() - started_monotonic, 3),
+    }
+    if record.process is not None:
+        update["process"] = record.process.model_copy(update={"heartbeat_at": now})
+    record = record.model_copy(update=update)
     write_record(record, run_dir)
     return record
 

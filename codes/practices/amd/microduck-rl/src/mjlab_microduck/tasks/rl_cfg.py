@@ -2,7 +2,9 @@
 
 from mjlab.rl import RslRlModelCfg, RslRlOnPolicyRunnerCfg, RslRlPpoAlgorithmCfg
 
-EXPERIMENT_NAME = "microduck_velocity"
+from mjlab_microduck.runs.names import EXPERIMENT_NAME
+
+__all__ = ["EXPERIMENT_NAME", "STEPS_PER_ENV", "microduck_ppo_runner_cfg"]
 STEPS_PER_ENV = 24
 
 
