@@ -33,9 +33,13 @@ def make_run(root: Path, name: str, iterations, status="running", task=TASK, age
     """A training run folder as ``microduck train`` leaves it, with empty checkpoint files."""
     run = root / name
     run.mkdir(parents=True)
+    # A running record names its process (this one, so it is alive) and a fresh heartbeat.
+    process = records.RunProcess(host=os.uname().nodename, pid=os.getpid(),
+                                 heartbeat_at=records.utc_now_iso())  # fmt: skip
     record = records.load_record(MODEL_1498.parent).model_copy(
-        update={"run_id": name, "status": status, "config": {"task": task}}
-    )
+        update={"run_id": name, "status": status, "config": {"task": task},
+                "process": process if status == "running" else None}
+    )  # fmt: skip
     records.write_record(record, run)
     log_dir = run / "logs" / "rsl_rl" / "microduck_velocity" / f"stamp_{name}"
     log_dir.mkdir(parents=True)
@@ -83,24 +87,22 @@ def test_newest_first_one_record_each_and_stops_when_the_runs_are_done(tmp_path,
     a = make_run(tmp_path, "a", [0, 100, 200, 250], status="ok")
     b = make_run(tmp_path, "b", [100, 200], status="ok")
     # A checkpoint written a moment ago is left until it has settled.
-    fresh = make_run(tmp_path, "c", [300], status="ok", age_s=0.0)
+    fresh = make_run(tmp_path, "c", [300], status="ok", age_s=-1.0)  # settles 3 s from now
     out = tmp_path / "gait"
     lines: list[str] = []
     request = gait_watch.GaitWatchRequest(
         runs=(a, b, fresh), out=out, every=100, min_iteration=100, profile="ci",
-        poll_s=0.05, settle_s=0.5, max_seconds=30,
+        poll_s=0.05, settle_s=2.0, max_seconds=30,
     )  # fmt: skip
     written = gait_watch.watch(request, log=lines.append)
     (evaluator,) = FakeEvaluator.built
     assert evaluator.request.task == TASK and evaluator.closed
     assert evaluator.request.seeds == gait_test.PROFILE_SIZES["ci"][0]
     # Newest first; the unsettled model_300 came last, once it had settled.
-    first = evaluator.evaluated[:5]
-    assert sorted(first[:2]) == ["model_200.pt", "model_250.pt"] or first[0] == "model_300.pt"
-    assert sorted(evaluator.evaluated) == sorted(
-        ["model_100.pt", "model_200.pt", "model_250.pt", "model_100.pt", "model_200.pt",
-         "model_300.pt"]
-    )  # fmt: skip
+    assert evaluator.evaluated == [
+        "model_250.pt", "model_200.pt", "model_200.pt", "model_100.pt", "model_100.pt",
+        "model_300.pt",
+    ]  # fmt: skip
     assert len(written) == 6 and len(list(out.iterdir())) == 6 and len(lines) == 6
     for run in written:
         record = records.load_record(run.run_dir)
