@@ -201,6 +201,15 @@ def recorded_protocol_replay(
     return None
 
 
+def recorded_summaries(
+    checkpoints: Iterable[PublishedCheckpoint], results_root: str | Path
+) -> dict[str, dict[str, Any]]:
+    """Checkpoint name -> the summary of its recorded protocol replay, for those that have one."""
+    replays = recorded_replays(results_root)
+    found = {c.name: recorded_protocol_replay(c, replays) for c in checkpoints}
+    return {name: dict(rep.record.summary) for name, rep in found.items() if rep is not None}
+
+
 def load_trajectory(where: str | Path, record: records.RunRecord | None = None) -> pd.DataFrame:
     """A replay's per-frame ``trajectory.csv`` (its artifact of kind ``trajectory``)."""
     import pandas as pd
@@ -441,3 +450,27 @@ def preset_outcomes(results_root: str | Path) -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------- publishing media
+
+
+def rule_counts(
+    by_machine: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    command_mps: float = PROTOCOL_LIN_VEL_X,
+) -> pd.DataFrame:
+    """Per machine (label -> {checkpoint: replay summary}): how many checkpoints were replayed,
+    how many are stable and walk by the 4-s rule, which walk, and the largest |4 s
+    displacement|; one row each, for the page to show instead of a sentence."""
+    import pandas as pd
+
+    rows = []
+    for label, summaries in by_machine.items():
+        verdicts = {name: verdict(row, command_mps) for name, row in summaries.items()}
+        moves = [abs(row["forward_displacement_m"]) for row in summaries.values()]
+        rows.append({
+            "replays": label,
+            "checkpoints": len(summaries),
+            "stable": sum(v.stable for v in verdicts.values()),
+            "walk": sum(v.walks for v in verdicts.values()),
+            "walking checkpoints": ", ".join(n for n, v in verdicts.items() if v.walks) or "none",
+            "largest |4 s displacement| (m)": round(max(moves), 4) if moves else float("nan"),
+        })  # fmt: skip
+    return pd.DataFrame(rows).set_index("replays")
