@@ -79,6 +79,11 @@ def test_the_clock_chains_a_resume_onto_its_main_run():
     assert clock.seconds_at(600) == pytest.approx(520.0 + 20.0 + 2.0 * 102)
     with pytest.raises(ValueError, match="past the last"):
         clock.seconds_at(749)
+    minutes = clock.minutes_by_iteration()
+    assert list(minutes.index) == list(range(0, 749))  # 499, shared by both stages, once
+    for iteration in (0, 499, 600, 748):
+        assert minutes.loc[iteration] == pytest.approx(clock.seconds_at(iteration) / 60.0)
+    assert walker.TrainingClock(()).minutes_by_iteration().empty
 
 
 def test_time_to_walk_is_the_first_checkpoint_passing_everything():

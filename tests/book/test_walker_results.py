@@ -160,3 +160,15 @@ def test_no_walker_is_published_while_no_seed_passes(tmp_path):
     with pytest.raises(wr.NoWalkerError, match="no gait-tested checkpoint of walker_heading"):
         wr.write_walker(runs, tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_training_curves_carry_the_clock_of_the_gait_tests(runs):
+    curves = wr.training_curves(runs)
+    assert list(curves) == list(wr.SEEDS)
+    for run in runs:
+        curve = curves[run.seed]
+        assert curve["minutes"].is_monotonic_increasing and not curve["minutes"].isna().any()
+        progress = run.progress().set_index("iteration")
+        for iteration in (100, 499, 700):
+            assert curve.loc[iteration, "minutes"] == pytest.approx(
+                progress.loc[iteration, "minutes"])

@@ -2,10 +2,10 @@
 
 The check is static, so it costs nothing at build time: every name a shown cell reads must be
 a builtin or bound by a shown cell before it (or earlier in the same cell): by an import, an
-assignment, a ``for`` or ``with`` target, a ``def`` or a ``class``. Names bound only in hidden
-cells (``remove-*``, ``hide-*``) do not count: a reader never sees them. Comprehension and
-lambda variables and function parameters are local and skipped. The rule is tested on made-up
-cells too, so it can fail.
+assignment, a ``for``, ``with`` or ``except ... as`` target, a ``def`` or a ``class``. Names
+bound only in hidden cells (``remove-*``, ``hide-*``) do not count: a reader never sees them.
+Comprehension and lambda variables and function parameters are local and skipped. The rule is
+tested on made-up cells too, so it can fail.
 """
 
 from __future__ import annotations
@@ -71,6 +71,14 @@ class _Names(ast.NodeVisitor):
             self.visit(item.context_expr)
             if item.optional_vars is not None:
                 self._bind_target(item.optional_vars)
+        for stmt in node.body:
+            self.visit(stmt)
+
+    def visit_ExceptHandler(self, node):
+        if node.type is not None:
+            self.visit(node.type)
+        if node.name is not None:  # ``except E as exc`` binds ``exc``
+            (self._local[-1] if self._local else self.bound).add(node.name)
         for stmt in node.body:
             self.visit(stmt)
 
@@ -165,6 +173,8 @@ def test_the_rule_finds_names_from_hidden_cells_only():
     assert unbound_names(["def f(a):\n    return a + later\n", "later = 1\nf(2)"]) == []
     assert unbound_names(["for k, v in {}.items():\n    print(k, v)", "print(k)"]) == []
     assert unbound_names(["print(y)\ny = 1"]) == [(0, "y")]
+    assert unbound_names(["try:\n    pass\nexcept ValueError as exc:\n    print(exc)"]) == []
+    assert unbound_names(["try:\n    pass\nexcept Missing:\n    pass"]) == [(0, "Missing")]
 
 
 @pytest.mark.parametrize(

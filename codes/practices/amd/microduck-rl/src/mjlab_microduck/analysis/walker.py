@@ -97,6 +97,22 @@ class TrainingClock:
             elapsed += float(wall.iloc[-1]) - start
         raise ValueError(f"iteration {iteration}: past the last recorded iteration")
 
+    def minutes_by_iteration(self) -> pd.Series:
+        """Minutes from the start of the chain at every recorded iteration (the vectorised
+        :meth:`seconds_at`, over 60); an iteration two stages share keeps the first's time."""
+        parts, elapsed = [], 0.0
+        for started_at, scalars in self.stages:
+            wall = scalars["wall_time"].dropna()
+            if wall.empty:
+                continue
+            start = _seconds(started_at)
+            parts.append((elapsed + wall - start) / 60.0)
+            elapsed += float(wall.iloc[-1]) - start
+        if not parts:
+            return pd.Series(dtype=float, name="wall_time")
+        joined = pd.concat(parts)
+        return joined[~joined.index.duplicated(keep="first")]
+
 
 def progress_table(
     verdicts: Iterable[tuple[int, Mapping[str, Any]]], clock: TrainingClock

@@ -128,6 +128,17 @@ def seed_runs(results_root: str | Path | None = None, recipe: Recipe = WALKER) -
     return [seed_run(seed, results_root, recipe) for seed in SEEDS]
 
 
+def training_curves(runs: list[SeedRun]) -> dict[int, pd.DataFrame]:
+    """Per seed: both stages' scalars by iteration with a ``minutes`` column of training time
+    (the resumed stage continuing where the first ended, as :meth:`SeedRun.clock` counts)."""
+    curves = {}
+    for run in runs:
+        scalars = run.scalars()
+        scalars["minutes"] = run.clock().minutes_by_iteration()
+        curves[run.seed] = scalars
+    return curves
+
+
 def first_held_table(runs: list[SeedRun]) -> pd.DataFrame:
     """Per seed and skill: the first gait-tested checkpoint holding it ("-" if none did) and
     the minutes of training to it."""

@@ -1,0 +1,147 @@
+"""The presets chapter 4 compares: what each changed and what it taught (one compact table).
+
+Problem it solves: chapter 4 teaches the recipe that works and lists the presets tried on the
+way in one table: the preset each was built on, what it changed (read from the tuning
+dataclasses, so the table cannot drift from the code) and its outcome (read from the recorded
+replays, or, for the recipes trained at scale, from their gait tests). It also holds the two
+small helpers the chapter's prose needs: whether a gait-test command lies inside a preset's
+command ranges, and the share of a Gaussian tracking kernel's reward a given error earns.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mjlab_microduck.analysis import acceptance
+from mjlab_microduck.tasks import tuning
+
+BUILT_ON: dict[str, tuning.VelocityTuning | None] = {
+    "upstream": None, "book": tuning.UPSTREAM, "gait_slow": tuning.BOOK,
+    "stepping": tuning.BOOK, "forward_tracking": tuning.STEPPING,
+    "forward_tracking_low_air": tuning.FORWARD_TRACKING,
+    "walker": tuning.FORWARD_TRACKING, "walker_narrow": tuning.WALKER,
+}  # fmt: skip
+"""The preset each one was derived from (None: the upstream figures)."""
+LABELS = {
+    "lin_vel_std_m_s": ("tracking std", "m/s"),
+    "init_action_std_rad": ("initial action std", "rad"),
+    "air_time_min_s": ("air time paid from", "s"),
+    "single_stance_weight": ("single_stance weight", ""),
+    "gait_period_s": ("gait clock", "s"), "gait_weight": ("gait reward weight", ""),
+    "ang_vel_std_rad_s": ("yaw-rate std", "rad/s"), "tracking_weight": ("tracking weight", ""),
+    "air_time_weight": ("air-time weight", ""),
+}  # fmt: skip
+"""How a changed numeric field reads in the table: its label and unit."""
+TABLE_PRESETS = (tuning.UPSTREAM, tuning.BOOK, tuning.GAIT_SLOW, tuning.STEPPING,
+                 tuning.FORWARD_TRACKING, tuning.FORWARD_TRACKING_LOW_AIR, tuning.WALKER,
+                 tuning.WALKER_NARROW)  # fmt: skip
+STANDS_BELOW_M = 0.05
+"""A preset whose largest 4 s displacement stays below this "stands"."""
+
+
+def command_text(c: tuning.CommandRanges) -> str:
+    """Command ranges in one short line: ``x lo…hi, y ±y, yaw ±yaw``."""
+    return (f"x {c.lin_vel_x_m_s[0]:g}…{c.lin_vel_x_m_s[1]:g}, y ±{c.lin_vel_y_m_s[1]:g}, "
+            f"yaw ±{c.ang_vel_z_rad_s[1]:g}")
+
+
+def value_text(name: str, value: Any) -> str:
+    """One tuning field's value as the table shows it."""
+    if name == "commands":
+        return command_text(value)
+    if name == "action_rate_stages":
+        return " → ".join(f"{st.weight:g} @ {st.iteration}" for st in value)
+    if value is None:
+        return "none"
+    return f"{value:.3g}"
+
+
+def changes(preset: tuning.VelocityTuning) -> str:
+    """What ``preset`` changed against the preset it was built on, field by field."""
+    parent = BUILT_ON[preset.name]
+    if parent is None:
+        return "the upstream figures"
+    out = []
+    for f in fields(preset):
+        old, new = getattr(parent, f.name), getattr(preset, f.name)
+        if f.name == "name" or old == new:
+            continue
+        if f.name == "mirror_symmetry":
+            out.append("left–right symmetry augmentation")
+        elif f.name == "standing_stages":
+            out.append(f"standing envs {old[0].fraction:.0%} → {new[0].fraction:.0%} "
+                       "from the start")
+        elif f.name == "commands":
+            out.append(f"commands {command_text(new)} (was {command_text(old)})")
+        elif f.name == "action_rate_stages":
+            out.append(f"action-rate ramp {value_text(f.name, new)}")
+        else:
+            label, unit = LABELS[f.name]
+            out.append(f"{label} {value_text(f.name, old)} → {value_text(f.name, new)} "
+                       f"{unit}".strip())
+    return "; ".join(out)
+
+
+def outcome_text(outcomes: pd.DataFrame, name: str,
+                 command_mps: float = acceptance.PROTOCOL_LIN_VEL_X) -> str:
+    """A replayed preset's outcome from :func:`acceptance.preset_outcomes`' row ``name``."""
+    row = outcomes.loc[name]
+    n, stable = row["checkpoints replayed"], row["stable"]
+    falls = f" ({n - stable} of {n} replays ends in a fall)" if stable < n else ""
+    speed = row["best mean forward velocity (m/s)"]
+    if abs(row["largest 4 s displacement (m)"]) < STANDS_BELOW_M:
+        return (f"stands: no checkpoint moves more than "
+                f"{abs(row['largest 4 s displacement (m)']):.3f} m in 4 s{falls}")
+    if row["walks"] != "yes":
+        return (f"steps, but at most {speed:.3f} m/s under {command_mps:g} m/s, one pace "
+                f"whatever the command (chapter 6){falls}")
+    return (f"walks forward at {speed:.3f} m/s under {command_mps:g} m/s for 4 s "
+            f"({row['best checkpoint']}), but in circles (chapter 6): the original recipe's "
+            "preset")
+
+
+def scale_outcomes(n_walker_seeds: int, n_narrow_seeds: int) -> dict[str, str]:
+    """The outcomes of the two recipes trained at scale, judged by their gait tests."""
+    return {
+        "walker": (f"the closest to walking: turns on command and walks forward and backward "
+                   f"within minutes, but no checkpoint of its {n_walker_seeds} seeds passes "
+                   f"the gait test (next section)"),
+        "walker_narrow": (f"stands still, but never learns to turn; no checkpoint of its "
+                          f"{n_narrow_seeds} seeds passes the gait test (next section)"),
+    }
+
+
+def preset_table(walker_runs: Sequence[Any], narrow_runs: Sequence[Any],
+                 results_root: str | Path | None = None) -> pd.DataFrame:
+    """One row per preset tried: built on, what it changed, and its outcome."""
+    if results_root is None:
+        from mjlab_microduck.book import results
+
+        results_root = results.results_root()
+    outcomes = acceptance.preset_outcomes(results_root)
+    at_scale = scale_outcomes(len(walker_runs), len(narrow_runs))
+    rows = []
+    for p in TABLE_PRESETS:
+        parent = BUILT_ON[p.name]
+        rows.append({"preset": p.name.upper(), "built on": parent.name.upper() if parent else "",
+                     "what it changed": changes(p),
+                     "outcome": at_scale.get(p.name) or outcome_text(outcomes, p.name)})
+    return pd.DataFrame(rows).set_index("preset")
+
+
+def inside(command: Any, ranges: tuning.CommandRanges, eps: float = 1e-9) -> bool:
+    """Whether a command (``lin_vel_x``, ``lin_vel_y``, ``ang_vel_z``) lies in ``ranges``."""
+    return (ranges.lin_vel_x_m_s[0] - eps <= command.lin_vel_x <= ranges.lin_vel_x_m_s[1] + eps
+            and abs(command.lin_vel_y) <= ranges.lin_vel_y_m_s[1] + eps
+            and abs(command.ang_vel_z) <= ranges.ang_vel_z_rad_s[1] + eps)
+
+
+def kernel_share(error: float, std: float) -> float:
+    """Share of a tracking term's reward earned with this error: ``exp(-error^2 / std^2)``."""
+    return math.exp(-error**2 / std**2)

@@ -1,0 +1,105 @@
+"""The performance chapter's tables, figures and sentences, on made-up bench records."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from mjlab_microduck.book import bench_pages, results  # noqa: E402
+from mjlab_microduck.jobs import bench  # noqa: E402
+
+
+def _record(run_id="r1", summary=None, device="NVIDIA H200", date="2026-05-01T10:00:00"):
+    provenance = SimpleNamespace(device_name=device, date=date)
+    return SimpleNamespace(run_id=run_id, summary=summary or {}, provenance=provenance)
+
+
+def _frame():
+    rows = []
+    for section, config, n, median in (("physics", "zero_action", 64, 1000.0),
+                                       ("physics", "zero_action", 256, 3000.0),
+                                       ("training", "ppo", 256, 1500.0),
+                                       ("fixes", "eager", 256, 2500.0),
+                                       ("breakdown", "ppo", 256, 0.5)):
+        rows.append({"section": section, "config": config, "metric": "env_steps_per_s",
+                     "num_envs": n, "repeats": 3, "median": median + 0.00049,
+                     "p25": median - 10, "p75": median + 10, "min": median - 20,
+                     "max": median + 20, "unit": "env_steps/s",
+                     "peak_mem_bytes": 2**30 if section == "physics" else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def test_measurement_table_keeps_the_measured_sections_and_marks_missing_memory():
+    table = bench_pages.measurement_table(_frame())
+    assert list(table.columns) == list(bench_pages.MEASUREMENT_COLUMNS)
+    assert list(table.section) == ["physics", "physics", "training", "fixes"]
+    assert list(table.peak_mem_GiB) == [1.0, 1.0, "n/a", "n/a"]
+    assert table.loc[0, "median"] == 1000.0  # rounded to 3 decimals
+
+
+def test_ratio_table_and_ratio_value_read_the_derived_ratios():
+    records_ = [_record(summary={"ratio.eager_over_graph.n4096": 0.5,
+                                 "ratio.eager_over_graph.n256": 0.25, "other": 1}),
+                _record("r2", {"ratio.training_over_physics.n4096": 0.75})]
+    table = bench_pages.ratio_table(records_)
+    assert table.to_dict("records") == [
+        {"ratio": "eager_over_graph", "num_envs": 256, "value": 0.25},
+        {"ratio": "eager_over_graph", "num_envs": 4096, "value": 0.5},
+        {"ratio": "training_over_physics", "num_envs": 4096, "value": 0.75},
+    ]
+    assert bench_pages.ratio_value(records_, "training_over_physics", 4096) == 0.75
+    assert bench_pages.ratio_value(records_, "per_step_over_frozen", 4096) is None
+    assert bench_pages.ratio_table([]).empty
+
+
+def test_matrix_sentence_names_the_machine_and_the_ratios_it_has():
+    records_ = [_record(summary={"ratio.training_over_physics.n4096": 0.5}),
+                _record("r2", date="2026-04-30T09:00:00")]
+    sentence = bench_pages.matrix_sentence(records_)
+    assert sentence.startswith("The GPU matrix was recorded on NVIDIA H200 (2026-04-30, "
+                               "2 run record(s): r1, r2)")
+    assert "PPO training at 4,096 envs runs at 50% of the zero-action" in sentence
+    assert "eager stepping" not in sentence and sentence.endswith(".")
+
+
+def test_versus_reference_and_its_sentence():
+    record = _record(summary={"training.ppo.n256.env_steps_per_s": 8000.4,
+                              "training.ppo.n4096.env_steps_per_s": 80000.0})
+    versus = bench_pages.versus_reference([record], 4000.0)
+    assert list(versus["num_envs"]) == [256, 4096]
+    assert list(versus["ratio"]) == [2.0, 20.0]
+    assert list(versus["training steps/s"]) == [8000, 80000]
+    sentence = bench_pages.versus_sentence(versus)
+    assert "8,000 env steps/s at 256 environments, 2 times the R9700 figure" in sentence
+    assert "80,000 at 4,096 environments, 20 times" in sentence
+    empty = bench_pages.versus_reference([_record()], 4000.0)
+    assert "no training rows" in bench_pages.versus_sentence(empty)
+
+
+def test_figures_draw_the_rows_they_are_given():
+    fig = bench_pages.throughput_figure(_frame(), "t")
+    assert len(fig.axes[0].get_legend().get_texts()) == 2
+    plt.close(fig)
+    label = bench.BREAKDOWN_COMPONENTS[0].label
+    record = _record(summary={f"breakdown.{label}.n256.share_of_total_pct": 70.0,
+                              f"breakdown.{bench.OTHER}.n256.share_of_total_pct": 30.0})
+    fig, shares = bench_pages.breakdown_figure(record, 256, "b")
+    assert shares.to_dict() == {bench.OTHER: 30.0, label: 70.0}  # smallest first, largest on top
+    plt.close(fig)
+
+
+def test_recorded_matrix_reads_the_published_records_and_refuses_none(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        bench_pages.recorded_matrix(tmp_path)
+    root = results.results_root()
+    if not list(root.glob(f"{bench_pages.RECORDED_GLOB}/record.json")):
+        pytest.skip("no published bench matrix here")
+    gpu_records, frame = bench_pages.recorded_matrix(root)
+    assert gpu_records and {"section", "median", "run_id"} <= set(frame.columns)

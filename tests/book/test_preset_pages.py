@@ -1,0 +1,68 @@
+"""Chapter 4's table of the presets tried, and its two small helpers."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from mjlab_microduck.book import preset_pages
+from mjlab_microduck.book import walker_results as wr
+from mjlab_microduck.tasks import tuning
+
+
+def test_every_table_preset_names_what_it_was_built_on():
+    assert set(preset_pages.BUILT_ON) == {p.name for p in preset_pages.TABLE_PRESETS}
+    assert preset_pages.changes(tuning.UPSTREAM) == "the upstream figures"
+    for preset in preset_pages.TABLE_PRESETS[1:]:
+        assert preset_pages.changes(preset), f"{preset.name} changes nothing"
+
+
+def test_changes_reads_the_dataclass_fields():
+    text = preset_pages.changes(tuning.WALKER_NARROW)
+    assert f"yaw-rate std {tuning.WALKER.ang_vel_std_rad_s:.3g} → " in text
+    assert "rad/s" in text
+    assert preset_pages.value_text("gait_period_s", None) == "none"
+    assert preset_pages.value_text("x", 0.31623) == "0.316"
+
+
+def test_command_text_and_inside():
+    ranges = tuning.CommandRanges((-0.1, 0.2), (-0.1, 0.1), (-0.5, 0.5))
+    assert preset_pages.command_text(ranges) == "x -0.1…0.2, y ±0.1, yaw ±0.5"
+    command = SimpleNamespace(lin_vel_x=0.2, lin_vel_y=-0.1, ang_vel_z=0.0)
+    assert preset_pages.inside(command, ranges)
+    assert not preset_pages.inside(SimpleNamespace(lin_vel_x=0.2, lin_vel_y=0.0,
+                                                   ang_vel_z=0.6), ranges)
+
+
+def test_kernel_share():
+    assert preset_pages.kernel_share(0.0, 0.3) == 1.0
+    assert preset_pages.kernel_share(0.3, 0.3) == pytest.approx(math.exp(-1))
+
+
+def _outcomes(**row):
+    base = {"checkpoints replayed": 4, "stable": 4, "best checkpoint": "model_499",
+            "best mean forward velocity (m/s)": 0.05, "largest 4 s displacement (m)": 0.2,
+            "walks": "no"}
+    return pd.DataFrame([{**base, **row}], index=["p"])
+
+
+def test_outcome_text_tells_stands_steps_and_walks_apart():
+    assert preset_pages.outcome_text(
+        _outcomes(**{"largest 4 s displacement (m)": 0.01, "stable": 3}), "p"
+    ) == "stands: no checkpoint moves more than 0.010 m in 4 s (1 of 4 replays ends in a fall)"
+    assert preset_pages.outcome_text(_outcomes(), "p", 0.15).startswith(
+        "steps, but at most 0.050 m/s under 0.15 m/s")
+    assert "walks forward at 0.120 m/s" in preset_pages.outcome_text(
+        _outcomes(walks="yes", **{"best mean forward velocity (m/s)": 0.12}), "p")
+
+
+def test_preset_table_from_the_published_records():
+    table = preset_pages.preset_table(wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW))
+    assert list(table.index) == [p.name.upper() for p in preset_pages.TABLE_PRESETS]
+    assert list(table.columns) == ["built on", "what it changed", "outcome"]
+    assert table.loc["WALKER", "built on"] == "FORWARD_TRACKING"
+    assert "3 seeds" in table.loc["WALKER", "outcome"]
+    assert table["outcome"].str.len().min() > 0
