@@ -1,7 +1,7 @@
 """``microduck records``: validate, verify or publish run records, or print their schema.
 
 ``validate`` checks record files against the schema; ``verify`` also checks every artifact's
-SHA-256; ``publish`` copies a finished training or bench run into the book (``book/results``);
+SHA-256; ``publish`` copies a finished training, bench or export run into the book (``book/results``);
 ``schema`` prints (or writes) the JSON schema of a record; ``chapter-times`` records how long
 each chapter took in the last book build (``make chapter-times``); ``map`` rewrites the
 "which chapter reads which runs" section of ``book/results/README.md`` from the records.
@@ -43,7 +43,8 @@ class Verify:
 
 @dataclass(frozen=True)
 class Publish:
-    """Copy a finished training or bench run into the book (the destination must not exist)."""
+    """Copy a finished training, bench or export run into the book (the destination must not
+    exist)."""
 
     run_dir: Positional[Path]
     dest: Positional[Path]
@@ -122,6 +123,10 @@ def _publish(request: Publish, prog: str) -> int:
         from mjlab_microduck.jobs import bench
 
         published = bench.publish(request.run_dir, request.dest)
+    elif record.kind == "export":
+        from mjlab_microduck.jobs import export
+
+        published = export.publish(request.run_dir, request.dest)
     else:
         return refuse(prog, f"{request.run_dir}: a {record.kind} run is not published this way")
     print(f"published: {Path(request.dest) / records.RECORD_FILENAME} ({published.run_id})")
