@@ -4,7 +4,8 @@
 // which observation terms, in which order, from which sensor or body, with which scale and delay;
 // how an action becomes actuator targets; the decimation; the heading law.
 //
-// Deterministic: no noise, no randomised robot, every delay at the low end of its range.
+// Deterministic: no noise, no randomised robot, and every delay fixed at the middle of its
+// range, rounded down (typicalLag; the Python rollout's typical_lag).
 
 /** wrap an angle to [-pi, pi), as mjlab's wrap_to_pi */
 export function wrapToPi(a) {
@@ -31,6 +32,11 @@ function rotateInverse(q, v) {
   ];
 }
 
+/** the fixed delay used for a [min, max] range: its middle, rounded down */
+export function typicalLag([lo, hi]) {
+  return Math.floor((lo + hi) / 2);
+}
+
 /** A fixed delay of `lag` steps; the first value after a reset fills the history. */
 class Lag {
   constructor(lag) { this.lag = lag; this.values = []; }
@@ -47,8 +53,8 @@ export class Robot {
   constructor(mujoco, model, data, spec, session) {
     Object.assign(this, { mujoco, model, data, spec, session });
     this.terms = spec.observation.terms;
-    this.lags = this.terms.map((t) => new Lag(t.delay_steps[0]));
-    this.actionLag = new Lag(spec.actions.delay_physics_steps[0]);
+    this.lags = this.terms.map((t) => new Lag(typicalLag(t.delay_steps)));
+    this.actionLag = new Lag(typicalLag(spec.actions.delay_physics_steps));
     this.rootBody = spec.robot.root_body_id;
     this.dt = spec.sim.control_dt_s;
     this.command = { vx: 0, vy: 0, wz: 0, holdHeading: false, targetHeading: 0 };

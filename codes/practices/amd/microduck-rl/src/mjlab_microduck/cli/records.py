@@ -1,14 +1,17 @@
 """``microduck records``: validate, verify or publish run records, or print their schema.
 
 ``validate`` checks record files against the schema; ``verify`` also checks every artifact's
-SHA-256; ``publish`` copies a finished training, bench or export run into the book (``book/results``);
-``schema`` prints (or writes) the JSON schema of a record; ``chapter-times`` records how long
-each chapter took in the last book build (``make chapter-times``); ``map`` rewrites the
-"which chapter reads which runs" section of ``book/results/README.md`` from the records.
+SHA-256; ``publish`` copies a finished training, bench or export run into the book
+(``book/results``); ``schema`` prints (or writes) the JSON schema of a record;
+``chapter-times`` records how long each chapter took in the last book build
+(``make chapter-times``); ``map`` rewrites the "which chapter reads which runs" section of
+``book/results/README.md`` from the records; ``drive-export`` puts the export of the book's
+checkpoint where the drive page reads it.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +70,17 @@ class ChapterTimes:
 
 
 @dataclass(frozen=True)
+class DriveExport:
+    """Put the export of the book's checkpoint (walker.json's, else the fallback) in a folder
+    for the drive page, exporting it into logs/exports first if none is published."""
+
+    dest: Positional[Path]
+    """the page's export folder (book/_extra/drive/export)"""
+    results: Path | None = None
+    """the folder of published runs (default: book/results)"""
+
+
+@dataclass(frozen=True)
 class Map:
     """Rewrite the README's "which chapter reads which runs" section from the run records."""
 
@@ -86,6 +100,7 @@ def _subcommands():
         Annotated[Publish, tyro.conf.subcommand("publish")],
         Annotated[ChapterTimes, tyro.conf.subcommand("chapter-times")],
         Annotated[Map, tyro.conf.subcommand("map")],
+        Annotated[DriveExport, tyro.conf.subcommand("drive-export")],
     ]
 
 
@@ -177,6 +192,20 @@ def _map(request: Map, prog: str) -> int:
     return 0
 
 
+def _drive_export(request: DriveExport, prog: str) -> int:
+    # The book's drive page reads what this writes; like `map`, it reads records (and exports
+    # only when no published export of the book's checkpoint exists).
+    from mjlab_microduck.book import drive
+
+    try:
+        folder = drive.write_drive_files(request.dest, request.results)
+    except (OSError, ValueError) as err:  # no checkpoint, a bad record, a failed export
+        return refuse(prog, err)
+    about = json.loads((Path(request.dest) / drive.ABOUT_FILENAME).read_text())
+    print(f"{request.dest}: {about['label']}, from {folder}")
+    return 0
+
+
 def main(argv: list[str] | None = None, prog: str = "microduck records") -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -199,4 +228,6 @@ def main(argv: list[str] | None = None, prog: str = "microduck records") -> int:
         return _chapter_times(command, prog)
     if isinstance(command, Map):
         return _map(command, prog)
+    if isinstance(command, DriveExport):
+        return _drive_export(command, prog)
     return _check(command.paths, verify=isinstance(command, Verify))

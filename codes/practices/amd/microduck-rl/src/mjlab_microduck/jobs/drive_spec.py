@@ -58,7 +58,9 @@ def _drop_empty_defaults(root: ET.Element) -> int:
     a class. Such a default carries no value, so dropping it leaves the compiled model as it
     was. Returns how many were removed.
     """
-    used = {el.get(key) for el in root.iter() for key in ("class", "childclass") if el.tag != "default"}
+    used = {
+        el.get(key) for el in root.iter() for key in ("class", "childclass") if el.tag != "default"
+    }
     removed = 0
 
     def prune(parent: ET.Element) -> None:
@@ -144,7 +146,7 @@ def _floats(value, size: int) -> list[float] | None:
     return values
 
 
-def _observation_term(name: str, cfg, size: int, model, robot_prefix: str, root_body: str):
+def _observation_term(name: str, cfg, size: int, model, root_body: str, delay_cfg=None):
     """One actor term as the spec writes it, or a SpecError for a term plain MuJoCo lacks."""
     import mujoco
     from mjlab.envs.mdp import observations as obs
@@ -179,14 +181,14 @@ def _observation_term(name: str, cfg, size: int, model, robot_prefix: str, root_
     asset = params.get("asset_cfg")
     if asset is not None and getattr(asset, "joint_ids", slice(None)) != slice(None):
         raise SpecError(f"observation term {name!r} reads a subset of the joints")
-    del robot_prefix
     term["scale"] = _floats(cfg.scale, size)
     term["clip"] = list(cfg.clip) if cfg.clip is not None else None
-    term["delay_steps"] = [int(cfg.delay_min_lag), int(cfg.delay_max_lag)]
+    delay = delay_cfg if delay_cfg is not None else cfg
+    term["delay_steps"] = [int(delay.delay_min_lag), int(delay.delay_max_lag)]
     return term
 
 
-def _terminations(env, model, root_body: str) -> list[dict[str, Any]]:
+def _terminations(env, model) -> list[dict[str, Any]]:
     """The task's terminations that plain MuJoCo can evaluate; any other is a SpecError."""
     import mujoco
     from mjlab.envs import mdp as envs_mdp
@@ -199,7 +201,9 @@ def _terminations(env, model, root_body: str) -> list[dict[str, Any]]:
         cfg = env.termination_manager.get_term_cfg(name)
         params = dict(cfg.params)
         if cfg.func is mdp.time_out:
-            out.append({"name": name, "kind": "time_out", "after_s": float(env.max_episode_length_s)})
+            out.append(
+                {"name": name, "kind": "time_out", "after_s": float(env.max_episode_length_s)}
+            )
         elif cfg.func is mdp.bad_orientation:
             out.append({"name": name, "kind": "tilt", "limit_rad": float(params["limit_angle"])})
         elif cfg.func is envs_mdp.nan_detection:
@@ -216,13 +220,17 @@ def _terminations(env, model, root_body: str) -> list[dict[str, Any]]:
         else:
             fn = getattr(cfg.func, "__name__", repr(cfg.func))
             raise SpecError(f"termination {name!r} ({fn}) has no plain-MuJoCo counterpart")
-    del root_body
     return out
 
 
-def build_spec(env, model, task: str, checkpoint: dict[str, Any]) -> dict[str, Any]:
+def build_spec(env, model, task: str, checkpoint: dict[str, Any], task_cfg=None) -> dict[str, Any]:
     """The spec of ``env`` (a built ManagerBasedRlEnv) against ``model``, the MjModel compiled
-    from the exported scene (indices are that model's); ``checkpoint`` names the weights."""
+    from the exported scene (indices are that model's); ``checkpoint`` names the weights.
+
+    ``task_cfg`` is the task's own env config when ``env`` was built from a changed copy (the
+    export's check env fixes every delay): the delay ranges are read from it.
+    """
+    task_cfg = task_cfg if task_cfg is not None else env.cfg
     import mujoco
     from mjlab.envs.mdp.actions import JointPositionAction
     from mjlab.tasks.velocity.mdp import UniformVelocityCommandCfg
@@ -253,11 +261,11 @@ def build_spec(env, model, task: str, checkpoint: dict[str, Any]) -> dict[str, A
     if min(ctrl) < 0:
         raise SpecError("an action target has no actuator of its name in the exported scene")
     # The joints' actuators: one delay range for all (MICRODUCK_ACTUATORS), in physics steps.
-    actuators = env.cfg.scene.entities["robot"].articulation.actuators
+    actuators = task_cfg.scene.entities["robot"].articulation.actuators
     delays = {(a.delay_min_lag, a.delay_max_lag) for a in actuators}
     if len(delays) != 1:
         raise SpecError(f"actuator groups with different delays {sorted(delays)}")
-    (delay_min, delay_max), = delays
+    ((delay_min, delay_max),) = delays
     n = len(targets)
     actions = {
         "size": n,
@@ -272,8 +280,9 @@ def build_spec(env, model, task: str, checkpoint: dict[str, Any]) -> dict[str, A
     names = group.active_terms["actor"]
     dims = group.group_obs_term_dim["actor"]
     cfgs = group._group_obs_term_cfgs["actor"]
+    own = task_cfg.observations["actor"].terms
     terms = [
-        _observation_term(name, cfg, int(math.prod(dim)), model, prefix, root_body)
+        _observation_term(name, cfg, int(math.prod(dim)), model, root_body, own.get(name))
         for name, dim, cfg in zip(names, dims, cfgs, strict=True)
     ]
     for term in terms:
@@ -287,7 +296,7 @@ def build_spec(env, model, task: str, checkpoint: dict[str, Any]) -> dict[str, A
     if not isinstance(twist, UniformVelocityCommandCfg):
         raise SpecError(f"command {command_name!r} is not mjlab's velocity command")
     ranges = twist.ranges
-    root_joint = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, root_body)
+    root_id = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, root_body)
     contact = {}
     for side, geom in zip(("left", "right"), FOOT_GEOMS, strict=True):
         sensor = f"feet_ground_contact_{geom}_found"
@@ -307,9 +316,9 @@ def build_spec(env, model, task: str, checkpoint: dict[str, Any]) -> dict[str, A
         },
         "robot": {
             "root_body": root_body,
-            "root_body_id": int(root_joint),
-            "root_qpos": int(model.jnt_qposadr[model.body_jntadr[root_joint]]),
-            "root_dof": int(model.jnt_dofadr[model.body_jntadr[root_joint]]),
+            "root_body_id": int(root_id),
+            "root_qpos": int(model.jnt_qposadr[model.body_jntadr[root_id]]),
+            "root_dof": int(model.jnt_dofadr[model.body_jntadr[root_id]]),
             "init_pos": [float(v) for v in init.pos],
             "forward_axis_b": list(FORWARD_AXIS_B),
             "foot_sites": [prefix + s for s in FOOT_SITES],
@@ -327,8 +336,10 @@ def build_spec(env, model, task: str, checkpoint: dict[str, Any]) -> dict[str, A
             },
             # mjlab's heading command: every step the yaw-rate command becomes
             # clip(stiffness * wrap_to_pi(target - heading), ang_vel_z range).
-            "heading": {"stiffness": float(twist.heading_control_stiffness),
-                        "clip": list(ranges.ang_vel_z)},  # fmt: skip
+            "heading": {
+                "stiffness": float(twist.heading_control_stiffness),
+                "clip": list(ranges.ang_vel_z),
+            },  # fmt: skip
         },
-        "terminations": _terminations(env, model, root_body),
+        "terminations": _terminations(env, model),
     }

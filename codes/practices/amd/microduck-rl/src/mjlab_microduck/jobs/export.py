@@ -128,7 +128,9 @@ def _self_check(env, wrapped, policy, folder: Path) -> dict:
     spec = plain_mujoco.load_spec(folder)
     model = mujoco.MjModel.from_xml_path(str(folder / SCENE_FILENAME))
     data = mujoco.MjData(model)
-    observer = plain_mujoco.Observer(spec)
+    # The check env runs every delay at the low end of its range (see _env_cfg).
+    low = {t["name"]: t["delay_steps"][0] for t in spec["observation"]["terms"]}
+    observer = plain_mujoco.Observer(spec, low)
     onnx = plain_mujoco.OnnxPolicy(folder / POLICY_FILENAME)
     term = env.command_manager.get_term(spec["command"]["name"])
     command = torch.tensor(CHECK_COMMAND, dtype=torch.float32)
@@ -178,7 +180,10 @@ def _export(env, wrapped, runner, policy, request: ExportRequest, task: str, dat
     if differences:
         field, value = next(iter(differences.items()))
         raise ExportError(f"the exported scene compiles to another model: {field} by {value:g}")
-    spec = drive_spec.build_spec(env, model, task, _checkpoint_info(request.checkpoint, data))
+    from mjlab.tasks.registry import load_env_cfg
+
+    spec = drive_spec.build_spec(env, model, task, _checkpoint_info(request.checkpoint, data),
+                                 load_env_cfg(task, play=True))  # fmt: skip
     records.atomic_write_text(run_dir / SPEC_FILENAME, json.dumps(spec, indent=2) + "\n")
     _write_policy(runner, env, run_dir, request.checkpoint)
     summary = _self_check(env, wrapped, policy, run_dir)

@@ -7,8 +7,11 @@ term, runs the actor with onnxruntime at the control rate and, in heading mode, 
 heading law to the yaw-rate command. The page's JavaScript (``book/drive/src/policy.js``) is the
 same loop, written the same way, so the two can be compared step by step.
 
-Deterministic by design: no observation noise, no randomised robot, every delay at the low end of
-the range the spec gives (the joint velocities' fixed one-step lag stays). One control step is
+Deterministic by design: no observation noise, no randomised robot, and every delay fixed at the
+middle of the range the spec gives, rounded down (:func:`typical_lag`: the actuators' 0-3 physics
+steps become 1, the IMU's 0-1 control steps 0, the joint velocities' fixed 1 stays 1). Training
+drew a new delay every step; a rollout at the low end of every range (no delay at all) is the edge
+of what the policy saw, and chapter 6 shows what that does to it. One control step is
 what mjlab's ``env.step`` does: set the actuator targets, ``decimation`` physics steps,
 ``mj_forward``, update the command, observe. The gait test's cases run through
 :func:`run_cases`, judged by ``analysis/gait.py``'s metrics.
@@ -40,6 +43,12 @@ class ExportFolderError(ValueError):
 def wrap_to_pi(angle: float) -> float:
     """``angle`` in [-pi, pi), as mjlab's ``wrap_to_pi``."""
     return (angle + math.pi) % (2.0 * math.pi) - math.pi
+
+
+def typical_lag(delay_range) -> int:
+    """The fixed delay a rollout uses for a ``[min, max]`` range: its middle, rounded down."""
+    low, high = int(delay_range[0]), int(delay_range[1])
+    return (low + high) // 2
 
 
 def heading_law(target: float, heading: float, stiffness: float, clip: tuple[float, float]):
@@ -94,15 +103,15 @@ def _rotate_inverse(quat_wxyz: np.ndarray, vec: np.ndarray) -> np.ndarray:
 class Observer:
     """The actor's observation vector, built from the spec's terms in their order."""
 
-    def __init__(self, spec: dict):
+    def __init__(self, spec: dict, delays: dict[str, int] | None = None):
+        """``delays``: a fixed delay (control steps) per term name, over :func:`typical_lag`."""
         self.spec = spec
         self.terms = spec["observation"]["terms"]
         self.qpos = np.array([j["qpos"] for j in spec["joints"]])
         self.dof = np.array([j["dof"] for j in spec["joints"]])
         self.default = np.array([j["default_pos"] for j in spec["joints"]])
-        # Each delay at the low end of its range: deterministic, and the freshest value mjlab
-        # ever gives (joint velocities keep their fixed lag of one step).
-        self.lags = [_Lag(t["delay_steps"][0]) for t in self.terms]
+        delays = delays or {}
+        self.lags = [_Lag(delays.get(t["name"], typical_lag(t["delay_steps"]))) for t in self.terms]
 
     def reset(self) -> None:
         for lag in self.lags:
@@ -166,9 +175,18 @@ class Command:
 
 
 class PlainMujocoRobot:
-    """One robot of an export in plain MuJoCo: reset, then control steps under a command."""
+    """One robot of an export in plain MuJoCo: reset, then control steps under a command.
 
-    def __init__(self, folder: Path):
+    ``action_delay`` (physics steps) and ``observation_delays`` (control steps, per term) fix
+    the delays instead of :func:`typical_lag` of the spec's ranges.
+    """
+
+    def __init__(
+        self,
+        folder: Path,
+        action_delay: int | None = None,
+        observation_delays: dict[str, int] | None = None,
+    ):
         import mujoco
 
         self.folder = Path(folder)
@@ -176,12 +194,14 @@ class PlainMujocoRobot:
         self.model = mujoco.MjModel.from_xml_path(str(self.folder / self.spec["files"]["scene"]))
         self.data = mujoco.MjData(self.model)
         self.policy = OnnxPolicy(self.folder / self.spec["files"]["policy"])
-        self.observer = Observer(self.spec)
+        self.observer = Observer(self.spec, observation_delays)
         act = self.spec["actions"]
         self.ctrl = np.array(act["ctrl"])
         self.scale, self.offset = np.array(act["scale"]), np.array(act["offset"])
         self.clip = np.array(act["clip"]) if act["clip"] is not None else None
-        self.action_lag = int(act["delay_physics_steps"][0])
+        self.action_lag = (
+            typical_lag(act["delay_physics_steps"]) if action_delay is None else int(action_delay)
+        )
         robot = self.spec["robot"]
         self.root_body, self.root_qpos = robot["root_body_id"], robot["root_qpos"]
         self.root_dof = robot["root_dof"]
@@ -206,7 +226,9 @@ class PlainMujocoRobot:
         self.command = command or Command()
         self.command.target_heading = self.heading()
         self.last_action = np.zeros(self.spec["actions"]["size"])
-        self.targets = deque([self.offset.copy()] * (self.action_lag + 1), maxlen=self.action_lag + 1)
+        self.targets = deque(
+            [self.offset.copy()] * (self.action_lag + 1), maxlen=self.action_lag + 1
+        )
         self.observer.reset()
         # mjlab's first observation holds the command as resampled: the heading law runs from
         # the first step on.
@@ -308,7 +330,7 @@ def rollout(
         fired = robot.terminated()
         if fired:
             done[step] = True
-            mask[step] = sum(2**names.index(n) for n in fired)
+            mask[step] = sum(2 ** names.index(n) for n in fired)
             rows.extend([rows[-1]] * (steps - step))
             break
     columns = {f: np.array([[r[f]] for r in rows], dtype=float) for f in _FIELDS}
@@ -328,10 +350,11 @@ def run_cases(
     modes: tuple[str, ...] = gait.MODES,
     duration_s: float = 10.0,
     yaws: tuple[float, ...] = (0.0,),
+    action_delay: int | None = None,
 ) -> pd.DataFrame:
     """The gait metrics (``analysis.gait.robot_metrics``) of every case, mode and start yaw,
     one row per rollout, with ``mode`` and ``robot`` (the start-yaw index) columns."""
-    robot = PlainMujocoRobot(folder)
+    robot = PlainMujocoRobot(folder, action_delay=action_delay)
     frames = []
     for mode in modes:
         for case in gait.cases_of_mode(tuple(cases), mode):

@@ -1,0 +1,226 @@
+"""The drive page and chapter 6's sim-to-sim: which checkpoint the book drives, its export, and
+the plain-MuJoCo numbers beside MuJoCo Warp's.
+
+Problem it solves: the page (``book/drive/``) and chapter 6 must drive the book's walker once it
+is published (``book/results/walker.json`` names its checkpoint) and, until then, the closest
+published checkpoint (:data:`FALLBACK_CHECKPOINT`), labelled as such. Both read the same export
+(``microduck export``): a published one in ``book/results`` whose record names the checkpoint's
+SHA-256, else one made on this machine under ``logs/exports`` (:func:`export_folder` makes it if
+there is none; a test says that it should be published).
+
+No-op cases: importing reads nothing; torch and mjlab are imported only to make a missing export.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from mjlab_microduck.analysis import gait
+from mjlab_microduck.runs import records
+
+WALKER_JSON = "walker.json"
+FALLBACK_CHECKPOINT = "h200_walker_resume_s42/model_550.pt"
+"""Until a walker is published: WALKER seed 42 at iteration 550, the checkpoint the walker issue
+found walking every straight line under the heading command (it fails the stand case), published
+with its gait test (``h200_walker_gait_s42_model_550``)."""
+EXPORT_FILES = ("policy.onnx", "scene.xml", "spec.json")
+ABOUT_FILENAME = "about.json"
+SIM2SIM_CASES = tuple(c for c in gait.CASES if not c.push_mps)
+"""Every gait-test case but the push (a shove the plain rollout does not give)."""
+
+
+@dataclass(frozen=True)
+class BookPolicy:
+    """The checkpoint the book drives: ``walker`` when walker.json names it."""
+
+    checkpoint: Path
+    task: str | None
+    walker: bool
+
+    @property
+    def label(self) -> str:
+        where = f"{self.checkpoint.parent.name}/{self.checkpoint.name}"
+        if self.walker:
+            return f"the book's walker ({where})"
+        return f"not a walker yet: the closest published checkpoint ({where})"
+
+
+def _results(results_root: str | Path | None) -> Path:
+    if results_root is not None:
+        return Path(results_root)
+    from mjlab_microduck.book import results
+
+    return results.results_root()
+
+
+def book_policy(results_root: str | Path | None = None) -> BookPolicy:
+    """walker.json's checkpoint (a path relative to the results folder, or to the repository)
+    when the walker is published, else :data:`FALLBACK_CHECKPOINT`; a named file that does not
+    exist is an error, never a silent fallback."""
+    root = _results(results_root)
+    walker = root / WALKER_JSON
+    if not walker.is_file():
+        return BookPolicy(root / FALLBACK_CHECKPOINT, None, walker=False)
+    entry = json.loads(walker.read_text())
+    named = Path(entry["checkpoint"])
+    for candidate in (named, root / named, root.parent.parent / named):
+        if candidate.is_file():
+            return BookPolicy(candidate, entry.get("task"), walker=True)
+    raise FileNotFoundError(f"{walker}: checkpoint {named} is not there")
+
+
+def find_export(checkpoint: Path, roots: list[Path]) -> Path | None:
+    """The first ok export record under ``roots`` (in that order, newest first within a root)
+    made from ``checkpoint``'s bytes."""
+    digest = records.sha256_file(checkpoint)
+    for root in roots:
+        if not Path(root).is_dir():
+            continue
+        for folder, record in reversed(records.find_records(root)):
+            if (record.kind == "export" and record.status == "ok"
+                    and record.config.get("checkpoint_sha256") == digest):  # fmt: skip
+                return folder
+    return None
+
+
+def local_exports_root() -> Path:
+    from mjlab_microduck.book import results
+
+    root = results.repo_root()
+    return (root if root is not None else Path.cwd()) / "logs" / "exports"
+
+
+def export_folder(results_root: str | Path | None = None, make: bool = True) -> Path:
+    """The export the book uses: published in the results folder, else made here (``make``)."""
+    policy = book_policy(results_root)
+    local = local_exports_root()
+    found = find_export(policy.checkpoint, [_results(results_root), local])
+    if found is not None:
+        return found
+    if not make:
+        raise FileNotFoundError(f"no export of {policy.checkpoint}: run `microduck export` on it")
+    import mjlab_microduck.tasks  # noqa: F401  (hooks first, then task registration)
+    from mjlab_microduck.jobs import export
+
+    run_dir, _ = export.run(export.ExportRequest(policy.checkpoint, policy.task), local)
+    return run_dir
+
+
+def write_drive_files(dest: str | Path, results_root: str | Path | None = None) -> Path:
+    """The export's three files and ``about.json`` (what the page says it drives) in ``dest``,
+    each written atomically; returns the export folder they came from."""
+    policy = book_policy(results_root)
+    folder = export_folder(results_root)
+    record = records.load_record(folder)
+    records.verify_artifacts(record, folder)
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in EXPORT_FILES:
+        source = (folder / name).read_bytes()
+        if not (dest / name).is_file() or (dest / name).read_bytes() != source:
+            records.atomic_write_bytes(dest / name, source)
+    about = {
+        "label": policy.label,
+        "walker": policy.walker,
+        "checkpoint": f"{policy.checkpoint.parent.name}/{policy.checkpoint.name}",
+        "export_run": record.run_id,
+        "published": folder.parent.resolve() == _results(results_root).resolve(),
+    }
+    text = json.dumps(about, indent=2) + "\n"
+    if not (dest / ABOUT_FILENAME).is_file() or (dest / ABOUT_FILENAME).read_text() != text:
+        records.atomic_write_text(dest / ABOUT_FILENAME, text)
+    return folder
+
+
+# --------------------------------------------------------------------------- sim-to-sim
+
+
+def warp_gait_record(checkpoint: Path, results_root: str | Path | None = None) -> Path | None:
+    """The published MuJoCo Warp gait test of ``checkpoint``: a gait-test record whose
+    checkpoint path holds the run id of the training record beside ``checkpoint`` and the same
+    file name (the gait tests ran on the training machine's copy)."""
+    beside = checkpoint.parent / records.RECORD_FILENAME
+    if not beside.is_file():
+        return None
+    run_id = records.load_record(beside).run_id
+    for folder, record in records.find_records(_results(results_root)):
+        path = str(record.config.get("checkpoint", ""))
+        if record.kind == "gait_test" and run_id in path and path.endswith("/" + checkpoint.name):
+            return folder
+    return None
+
+
+def _measure(case: gait.GaitCase) -> tuple[str, str]:
+    """The column a case is judged by and how the table names it."""
+    if case.kind == "linear":
+        return "progress_ratio", "progress / command"
+    if case.kind in ("turn", "walk_turn"):
+        return "yaw_ratio", "yaw rate / command"
+    return "displacement_m", "moved (m)"
+
+
+MODE_TEXT = {gait.OPEN_LOOP_MODE: "yaw rate held at 0", gait.HEADING_MODE: "heading held"}
+
+
+def _with_modes(warp: pd.DataFrame) -> pd.DataFrame:
+    """A gait test's robots with a ``mode`` column. A record from before the heading mode held
+    every yaw-rate command: its zero-yaw rows ran open loop, its turns as the heading mode's."""
+    if "mode" in warp.columns:
+        return warp
+    mode = warp["ang_vel_z"].map(lambda wz: gait.OPEN_LOOP_MODE if wz == 0 else gait.HEADING_MODE)
+    return warp.assign(mode=mode)
+
+
+def sim2sim_table(plain: pd.DataFrame, warp: pd.DataFrame) -> pd.DataFrame:
+    """One row per case: MuJoCo Warp's robots (mean, min and max over every seed and robot) and
+    the plain-MuJoCo robot in the same mode (the heading mode where Warp ran it, else open
+    loop), on the number the gait test judges the case by; the plain robot in the other mode;
+    and the heading change of cases without a yaw command. ``warp`` is a gait test's
+    ``robots.csv``; ``plain`` is what ``jobs.plain_mujoco.run_cases`` returns."""
+    warp = _with_modes(warp)
+    rows = []
+    for case in SIM2SIM_CASES:
+        column, measure = _measure(case)
+        here = warp[warp["case"] == case.name]
+        mode = (
+            gait.HEADING_MODE if (here["mode"] == gait.HEADING_MODE).any() else gait.OPEN_LOOP_MODE
+        )
+        w = here[here["mode"] == mode]
+        mine = plain[plain["case"] == case.name]
+        p = mine[mine["mode"] == mode]
+        if p.empty:
+            continue
+        row = {"case": case.label, "measure": measure,
+               "compared": MODE_TEXT[mode] if case.ang_vel_z == 0 else "yaw rate commanded",
+               "plain MuJoCo": float(p[column].mean())}  # fmt: skip
+        if not w.empty:
+            row.update({"Warp mean": float(w[column].mean()), "Warp min": float(w[column].min()),
+                        "Warp max": float(w[column].max())})  # fmt: skip
+        if case.ang_vel_z == 0.0:
+            other = mine[mine["mode"] != mode]
+            if not other.empty:
+                row["plain MuJoCo, other mode"] = float(other[column].mean())
+            row["plain |Δheading| (rad)"] = float(p["heading_change_rad"].abs().max())
+            if not w.empty:
+                row["Warp median |Δheading| (rad)"] = float(w["heading_change_rad"].abs().median())
+        rows.append(row)
+    columns = ["case", "measure", "compared", "Warp mean", "Warp min", "Warp max",
+               "plain MuJoCo", "plain MuJoCo, other mode", "Warp median |Δheading| (rad)",
+               "plain |Δheading| (rad)"]  # fmt: skip
+    return pd.DataFrame(rows).reindex(columns=columns).set_index("case")
+
+
+def outside_warp(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows where the plain-MuJoCo robot lies outside the range of Warp's robots, with how far
+    (in the row's measure) from the nearest end of that range."""
+    has = table.dropna(subset=["Warp min"])
+    below = has["plain MuJoCo"] < has["Warp min"]
+    above = has["plain MuJoCo"] > has["Warp max"]
+    out = has[below | above].copy()
+    low = out["plain MuJoCo"] - out["Warp min"]
+    out["by"] = low.where(below[below | above], out["plain MuJoCo"] - out["Warp max"])
+    return out[["measure", "compared", "Warp min", "Warp max", "plain MuJoCo", "by"]]
