@@ -224,3 +224,87 @@ def outside_warp(table: pd.DataFrame) -> pd.DataFrame:
     low = out["plain MuJoCo"] - out["Warp min"]
     out["by"] = low.where(below[below | above], out["plain MuJoCo"] - out["Warp max"])
     return out[["measure", "compared", "Warp min", "Warp max", "plain MuJoCo", "by"]]
+
+
+def warp_robots(checkpoint: Path, results_root: str | Path | None = None) -> pd.DataFrame:
+    """The robots of :func:`warp_gait_record` (empty, with the columns the table reads, when
+    the checkpoint has no published gait test)."""
+    folder = warp_gait_record(checkpoint, results_root)
+    if folder is None:
+        return pd.DataFrame(columns=["case", "mode", "ang_vel_z", "heading_change_rad"])
+    return pd.read_csv(folder / "robots.csv")
+
+
+def difference_sentence(outside: pd.DataFrame) -> str:
+    """:func:`outside_warp`'s rows as one sentence."""
+    if outside.empty:
+        return "In every case the plain-MuJoCo robot lies within the range of MuJoCo Warp's robots."
+    parts = [
+        f"{case} ({row['measure']} {row['plain MuJoCo']:.2f}, {abs(row['by']):.2f} "
+        f"{'above the best' if row['by'] > 0 else 'below the worst'} Warp robot)"
+        for case, row in outside.iterrows()
+    ]
+    count = len(parts)
+    return (f"The plain-MuJoCo robot lies outside the range of MuJoCo Warp's robots in {count} "
+            f"case{'s' if count > 1 else ''}: {'; '.join(parts)}.")  # fmt: skip
+
+
+def delay_sweep(folder: Path, delays: tuple[int, ...] = (0, 1, 2, 3)) -> pd.DataFrame:
+    """The cases without a yaw command, heading held, with the actuator delay fixed at each of
+    ``delays`` (physics steps): the number each case is judged by, one column per delay."""
+    from mjlab_microduck.jobs import plain_mujoco
+
+    cases = tuple(c for c in SIM2SIM_CASES if c.ang_vel_z == 0.0)
+    step_ms = 1000 * plain_mujoco.load_spec(folder)["sim"]["timestep_s"]
+    columns = {}
+    for delay in delays:
+        robots = plain_mujoco.run_cases(folder, cases, (gait.HEADING_MODE,), action_delay=delay)
+        values = {}
+        for case in cases:
+            column, _ = _measure(case)
+            values[case.label] = float(robots.loc[robots["case"] == case.name, column].mean())
+        columns[f"{delay} ({delay * step_ms:g} ms)"] = values
+    table = pd.DataFrame(columns)
+    table.insert(0, "measure", [_measure(c)[1] for c in cases])
+    table.columns.name = "actuator delay, physics steps"
+    return table
+
+
+def randomisation(task: str, scene_xml: Path) -> dict[str, str]:
+    """What the task randomises at start-up (as text) beside the exported, nominal robot."""
+    import mujoco
+    from mjlab.tasks.registry import load_env_cfg
+
+    from mjlab_microduck.robot.constants import FOOT_GEOMS
+
+    events = load_env_cfg(task, play=True).events
+    model = mujoco.MjModel.from_xml_path(str(scene_xml))
+    foot = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, f"robot/{FOOT_GEOMS[0]}")
+    friction = events["foot_friction"].params["ranges"]
+    com = events["base_com"].params["ranges"][0]
+    mass = events["body_mass"].params["ranges"]
+    armature = events["joint_armature"].params["ranges"]
+    return {
+        "xml_friction": f"{model.geom_friction[foot][0]:g}",
+        "friction": f"{friction[0]:g}–{friction[1]:g}",
+        "com_mm": f"±{1000 * com[1]:g} mm",
+        "mass": f"{mass[0]:g}–{mass[1]:g}",
+        "armature": f"{armature[0]:g}–{armature[1]:g}",
+    }
+
+
+STALL_PROGRESS = 0.2
+"""A linear case whose robot covers less than this fraction of the command has not walked."""
+
+
+def stall_sentence(sweep: pd.DataFrame) -> str:
+    """Which linear cases of :func:`delay_sweep` stall (progress under :data:`STALL_PROGRESS`)
+    at which delay, as a sentence."""
+    linear = sweep[sweep["measure"] == "progress / command"].drop(columns="measure")
+    hits = [f"{case} with a delay of {delay.split(' ')[0]}"
+            for case, row in linear.iterrows() for delay, value in row.items()
+            if value < STALL_PROGRESS]  # fmt: skip
+    limit = f"covers less than {STALL_PROGRESS:g} of the command"
+    if not hits:
+        return f"Here no straight line stalls ({limit}) at any of these delays."
+    return f"Here the robot stalls ({limit}) in: {'; '.join(hits)}."
