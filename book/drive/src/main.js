@@ -36,7 +36,7 @@ class Controls {
       el.addEventListener('input', () => this.show());
     }
     this.hold = $('hold');
-    this.held = new Set();
+    this.held = new Map(); // key -> the axis it moves
     // Arrow keys move the sliders while held: up/down forward, left/right turn, with shift
     // left/right step sideways; releasing a key brings its slider back to zero.
     window.addEventListener('keydown', (e) => this.key(e, true));
@@ -52,7 +52,10 @@ class Controls {
     };
     if (!(event.key in map) || this.locked) return;
     event.preventDefault();
-    const [axis, sign] = map[event.key];
+    // A key lets go of the axis it pressed, even if shift was released in between.
+    const [axis, sign] = down ? map[event.key] : [this.held.get(event.key), 0];
+    if (!axis) return;
+    if (down) this.held.set(event.key, axis); else this.held.delete(event.key);
     const el = this.sliders[axis];
     el.value = down ? (sign > 0 ? el.max : el.min) * 0.75 : 0;
     this.show();
@@ -113,7 +116,7 @@ async function main() {
 
   // What the tests read: the trunk after every control step, and the clock.
   const state = (window.drive = {
-    ready: false, spec, about, log: [], resets: 0,
+    ready: false, spec, about, robot, log: [], resets: 0,
     simSeconds: 0, wallSeconds: 0, computeSeconds: 0, droppedSeconds: 0, minLeadSeconds: Infinity,
   });
 

@@ -44,7 +44,7 @@ POLICY_FILENAME = "policy.onnx"
 SCENE_FILENAME = "scene.xml"
 SPEC_FILENAME = "spec.json"
 CHECK_STEPS = 50
-"""Control steps of the self-check rollout (1 s at 50 Hz)."""
+"""Control steps of the self-check rollout (1 s at 50 Hz); fewer if the robot falls first."""
 CHECK_COMMAND = (0.15, 0.0, 0.3)
 """The self-check's command: forward and turning, so every term of the observation moves."""
 OBS_TOLERANCE = 1e-4
@@ -144,6 +144,7 @@ def _self_check(env, wrapped, policy, folder: Path) -> dict:
     sim = env.sim.data
     last = np.zeros(spec["actions"]["size"])
     worst_obs = worst_act = 0.0
+    steps = 0
     for _ in range(CHECK_STEPS):
         data.qpos[:] = sim.qpos[0].cpu().numpy()
         data.qvel[:] = sim.qvel[0].cpu().numpy()
@@ -156,13 +157,14 @@ def _self_check(env, wrapped, policy, folder: Path) -> dict:
         worst_act = max(worst_act, float(np.abs(onnx(theirs) - actions[0].cpu().numpy()).max()))
         last = actions[0].cpu().numpy().astype(float)
         obs, _, dones, _ = wrapped.step(actions)
+        steps += 1
         if bool(dones.any()):
-            raise ExportError("the self-check robot fell within 1 s; is this a trained policy?")
+            break  # an untrained policy falls: the observation after a reset is another story
     if worst_obs > OBS_TOLERANCE:
         raise ExportError(f"the spec's observation differs from mjlab's by {worst_obs:.2e}")
     if worst_act > ACTION_TOLERANCE:
         raise ExportError(f"the ONNX actor differs from the torch one by {worst_act:.2e}")
-    return {"check_steps": CHECK_STEPS, "max_abs_obs_diff": worst_obs,
+    return {"check_steps": steps, "max_abs_obs_diff": worst_obs,
             "max_abs_action_diff": worst_act}  # fmt: skip
 
 
