@@ -240,7 +240,7 @@ def difference_sentence(outside: pd.DataFrame) -> str:
     if outside.empty:
         return "In every case the plain-MuJoCo robot lies within the range of MuJoCo Warp's robots."
     parts = [
-        f"{case} ({row['measure']} {row['plain MuJoCo']:.2f}, {abs(row['by']):.2f} "
+        f"{case} ({row['measure']} {row['plain MuJoCo']:.2f}, {abs(row['by']):.3f} "
         f"{'above the best' if row['by'] > 0 else 'below the worst'} Warp robot)"
         for case, row in outside.iterrows()
     ]
@@ -301,10 +301,29 @@ def stall_sentence(sweep: pd.DataFrame) -> str:
     """Which linear cases of :func:`delay_sweep` stall (progress under :data:`STALL_PROGRESS`)
     at which delay, as a sentence."""
     linear = sweep[sweep["measure"] == "progress / command"].drop(columns="measure")
-    hits = [f"{case} with a delay of {delay.split(' ')[0]}"
-            for case, row in linear.iterrows() for delay, value in row.items()
-            if value < STALL_PROGRESS]  # fmt: skip
+    hits = []
+    for case, row in linear.iterrows():
+        delays = [d.split(" ")[0] for d, value in row.items() if value < STALL_PROGRESS]
+        if delays:
+            steps = " and ".join(delays)
+            hits.append(f"{case} with {steps} physics step{'s' if steps != '1' else ''} of delay")
     limit = f"covers less than {STALL_PROGRESS:g} of the command"
     if not hits:
         return f"Here no straight line stalls ({limit}) at any of these delays."
     return f"Here the robot stalls ({limit}) in: {'; '.join(hits)}."
+
+
+def heading_sentence(table: pd.DataFrame) -> str:
+    """How the plain robot's heading change compares with the median Warp robot's, over the
+    cases without a yaw command that have a Warp counterpart (in the mode compared)."""
+    rows = table[table["compared"].isin(MODE_TEXT.values())].dropna(
+        subset=["Warp median |Δheading| (rad)"]
+    )
+    if rows.empty:
+        return "no case without a yaw command has a Warp counterpart to compare its heading with"
+    less = int((rows["plain |Δheading| (rad)"] < rows["Warp median |Δheading| (rad)"]).sum())
+    worst = rows["plain |Δheading| (rad)"].idxmax()
+    return (f"it turns less than the median Warp robot in {less} of {len(rows)} cases without "
+            f"a yaw command, at most {rows.loc[worst, 'plain |Δheading| (rad)']:.2f} rad in 10 s "
+            f"({worst}, where the median Warp robot turns "
+            f"{rows.loc[worst, 'Warp median |Δheading| (rad)']:.2f} rad)")  # fmt: skip
