@@ -1,14 +1,17 @@
 // Build the drive page into a folder of static files: `node build.mjs <out> [<export>]`.
 //
-// <out>/index.html      the page (index.html here)
-// <out>/drive.js        src/*.js with three.js and onnxruntime-web bundled by esbuild
-// <out>/mujoco_wasm.js  MuJoCo's WebAssembly build (npm mujoco-js; the wasm is inside it)
-// <out>/ort-wasm-*.wasm onnxruntime-web's WebAssembly runtime
-// <out>/export/         policy.onnx, scene.xml, spec.json, about.json: copied from <export>
-//                       when given (`microduck records drive-export` writes that folder)
+// <out>/index.html          the page (index.html here)
+// <out>/drive.js            src/*.js with MuJoCo's WebAssembly build (npm mujoco-js, the wasm
+//                           inside it), onnxruntime-web and three.js, bundled by esbuild
+// <out>/ort-wasm.js         onnxruntime-web's WebAssembly runtime, as a script
+// <out>/export/             policy.onnx, scene.xml, spec.json, about.json copied from <export>
+//                           when given (`microduck records drive-export` writes that folder),
+//                           and export.js: the same four as a script
 //
-// Files are written only when their bytes change, so an unchanged build leaves every file
-// (and the book's `make` timestamps) as they were. Nothing is fetched: npm ci did that.
+// Everything the page loads is a classic <script>: the book is also read straight from
+// _build/html on disk (file://), where a browser refuses ES modules and fetch(). Files are
+// written only when their bytes change, so an unchanged build leaves every file (and the
+// book's `make` timestamps) as they were. Nothing is fetched: npm ci did that.
 import { build } from 'esbuild';
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
@@ -44,26 +47,44 @@ if (exportDir) {
 const bundle = await build({
   entryPoints: [path.join(here, 'src', 'main.js')],
   bundle: true,
-  format: 'esm',
+  format: 'iife',
+  platform: 'browser',
   minify: true,
   write: false,
   target: 'es2022',
-  // MuJoCo's 11 MB module is loaded as it is, beside the bundle.
-  external: ['./mujoco_wasm.js'],
-  logLevel: 'warning',
+  // The modules ask for their own URL to find files beside them; a classic script has none,
+  // and the page hands both WebAssembly binaries over in memory anyway.
+  define: { 'import.meta.url': 'document.baseURI' },
+  external: ['module'], // mujoco-js's Node.js branch, never taken in a browser
+  logLevel: 'error',
 });
 
+/** a script that defines window[name] = value (a string, or JSON-able data) */
+const script = (name, value) => Buffer.from(`window.${name}=${JSON.stringify(value)};\n`);
+const ortWasm = path.join(path.dirname(require.resolve('onnxruntime-web/wasm')), 'ort-wasm-simd-threaded.wasm');
 const files = {
   'index.html': fs.readFileSync(path.join(here, 'index.html')),
   'drive.js': Buffer.from(bundle.outputFiles[0].contents),
-  'mujoco_wasm.js': fs.readFileSync(require.resolve('mujoco-js')),
-  'ort-wasm-simd-threaded.wasm': fs.readFileSync(
-    path.join(path.dirname(require.resolve('onnxruntime-web/wasm')), 'ort-wasm-simd-threaded.wasm'),
-  ),
+  'ort-wasm.js': script('DRIVE_ORT_WASM', fs.readFileSync(ortWasm).toString('base64')),
 };
 if (exportDir) {
-  for (const name of EXPORT_FILES) files[`export/${name}`] = fs.readFileSync(path.join(exportDir, name));
+  const read = (name) => fs.readFileSync(path.join(exportDir, name));
+  for (const name of EXPORT_FILES) files[`export/${name}`] = read(name);
+  files['export/export.js'] = script('DRIVE_EXPORT', {
+    spec: JSON.parse(read('spec.json')),
+    about: JSON.parse(read('about.json')),
+    scene: read('scene.xml').toString('utf8'),
+    policy: read('policy.onnx').toString('base64'),
+  });
 }
 let changed = 0;
 for (const [name, bytes] of Object.entries(files)) changed += writeIfChanged(path.join(out, name), bytes);
-console.log(`drive page: ${Object.keys(files).length} files in ${out} (${changed} changed)`);
+// Files of an older build that this one does not write go (export/ only when it was written).
+let removed = 0;
+for (const entry of fs.readdirSync(out, { recursive: true, withFileTypes: true })) {
+  const name = path.relative(out, path.join(entry.parentPath ?? entry.path, entry.name));
+  if (!entry.isFile() || name in files || (!exportDir && name.startsWith('export'))) continue;
+  fs.rmSync(path.join(out, name));
+  removed += 1;
+}
+console.log(`drive page: ${Object.keys(files).length} files in ${out} (${changed} changed, ${removed} removed)`);

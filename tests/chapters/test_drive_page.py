@@ -11,9 +11,9 @@ With a fixed command from the URL (0.15 m/s forward, heading held), the page mus
   inference) are recorded as test properties and printed;
 * log no console error and fetch nothing from outside the book.
 
-Without a fixed command, the arrow keys and the hold-heading switch steer the robot, and the
-front page links to the page. Needs Chromium (see test_book_browser.py, whose fixtures this
-module shares) and a built book.
+Without a fixed command, the arrow keys and the hold-heading switch steer the robot; the page
+also runs opened from disk (file://), and the front page links to it. Needs Chromium (see
+test_book_browser.py, whose fixtures this module shares) and a built book.
 """
 
 from __future__ import annotations
@@ -163,6 +163,20 @@ def test_arrow_keys_and_hold_heading_steer(driver, book_server):  # noqa: F811
     assert held["holdHeading"] is True and held["vy"] == 0
     heading = driver.execute_script("return window.drive.robot.heading()")
     assert held["targetHeading"] == pytest.approx(heading, abs=0.2)
+    assert severe_console_errors(driver) == []
+
+
+def test_works_opened_from_disk(driver):  # noqa: F811
+    """The book is also read straight from _build/html (file://), where a browser refuses ES
+    modules and fetch(): the page must start and walk there too."""
+    if not (DRIVE / "index.html").is_file():
+        _skip_or_fail("the drive page is not built: run `make book` (it runs `make drive`)")
+    driver.get_log("browser")
+    driver.get((DRIVE / "index.html").as_uri() + "?vx=0.15&vy=0&wz=0&hold=1")
+    _wait(driver, "return !!(window.drive && window.drive.ready)", 60, "the page did not start")
+    _wait(driver, "return window.drive.simSeconds >= 3", 60, "the page did not run 3 s")
+    last = driver.execute_script("return window.drive.log[window.drive.log.length - 1]")
+    assert last["x"] > 0.2  # about 3 s at 0.15 m/s: it walks
     assert severe_console_errors(driver) == []
 
 

@@ -1,8 +1,10 @@
 // The page: load the export, step MuJoCo in real time, run the policy at the control rate,
-// draw with three.js, and let the reader steer. Everything is served from this folder.
+// draw with three.js, and let the reader steer. Everything comes from this folder, as scripts
+// (export/export.js, ort-wasm.js), so the page also works opened from disk.
 //
 // A test fixes the command with URL parameters: ?vx=0.15&vy=0&wz=0&hold=1 sets it and locks
 // the controls; window.drive exposes the trunk log and the timing (see tests/chapters/).
+import loadMujoco from 'mujoco-js';
 import * as ort from 'onnxruntime-web/wasm';
 import { Robot, wrapToPi } from './policy.js';
 import { View } from './view.js';
@@ -11,10 +13,12 @@ const $ = (id) => document.getElementById(id);
 const MAX_STEPS_PER_FRAME = 25; // 0.5 s of simulation: a tab that slept does not freeze the page
 const SPEED_SMOOTHING_S = 0.5;
 
-async function fetchOk(url, as) {
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
-  return response[as]();
+/** base64 (as the build writes the binaries into scripts) -> bytes */
+function bytes(base64) {
+  const text = atob(base64);
+  const out = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) out[i] = text.charCodeAt(i);
+  return out;
 }
 
 function readFixedCommand() {
@@ -84,29 +88,24 @@ class Controls {
 async function main() {
   const status = $('status');
   status.textContent = 'loading MuJoCo and the policy…';
-  const [spec, about, sceneXml, policyBytes, { default: loadMujoco }] = await Promise.all([
-    fetchOk('export/spec.json', 'json'),
-    fetchOk('export/about.json', 'json'),
-    fetchOk('export/scene.xml', 'text'),
-    fetchOk('export/policy.onnx', 'arrayBuffer'),
-    import('./mujoco_wasm.js'),
-  ]);
+  const exported = window.DRIVE_EXPORT;
+  if (!exported || !window.DRIVE_ORT_WASM) throw new Error('export/export.js or ort-wasm.js did not load');
+  const { spec, about } = exported;
   $('checkpoint').textContent = about.label;
   $('checkpoint').className = about.walker ? 'walker' : 'candidate';
 
   const mujoco = await loadMujoco();
   mujoco.FS.mkdir('/drive');
-  mujoco.FS.writeFile('/drive/scene.xml', sceneXml);
+  mujoco.FS.writeFile('/drive/scene.xml', exported.scene);
   const model = mujoco.MjModel.loadFromXML('/drive/scene.xml');
   const data = new mujoco.MjData(model);
 
   // One thread, no proxy worker: a book page is not cross-origin isolated, and a 51 -> 14 MLP
-  // takes well under a millisecond on one core.
+  // takes well under a millisecond on one core. The runtime's binary comes from ort-wasm.js.
   ort.env.wasm.numThreads = 1;
   ort.env.wasm.proxy = false;
-  // The glue code is bundled into drive.js; only the .wasm lies beside it.
-  ort.env.wasm.wasmPaths = { wasm: new URL('./ort-wasm-simd-threaded.wasm', import.meta.url).href };
-  const session = await ort.InferenceSession.create(new Uint8Array(policyBytes), { executionProviders: ['wasm'] });
+  ort.env.wasm.wasmBinary = bytes(window.DRIVE_ORT_WASM);
+  const session = await ort.InferenceSession.create(bytes(exported.policy), { executionProviders: ['wasm'] });
 
   const robot = new Robot(mujoco, model, data, spec, session);
   const view = new View($('view'), model);

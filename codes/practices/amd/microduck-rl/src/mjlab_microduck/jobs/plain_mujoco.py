@@ -226,9 +226,8 @@ class PlainMujocoRobot:
         self.command = command or Command()
         self.command.target_heading = self.heading()
         self.last_action = np.zeros(self.spec["actions"]["size"])
-        self.targets = deque(
-            [self.offset.copy()] * (self.action_lag + 1), maxlen=self.action_lag + 1
-        )
+        # mjlab's actuator delay: a DelayBuffer that the first target after a reset fills.
+        self.targets = _Lag(self.action_lag)
         self.observer.reset()
         # mjlab's first observation holds the command as resampled: the heading law runs from
         # the first step on.
@@ -256,8 +255,7 @@ class PlainMujocoRobot:
         if self.clip is not None:
             target = np.clip(target, self.clip[:, 0], self.clip[:, 1])
         for _ in range(self.decimation):
-            self.targets.append(target)
-            self.data.ctrl[self.ctrl] = self.targets[0]
+            self.data.ctrl[self.ctrl] = self.targets(target)
             mujoco.mj_step(self.model, self.data)
         mujoco.mj_forward(self.model, self.data)
         self.last_action = action
