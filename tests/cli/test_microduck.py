@@ -11,8 +11,8 @@ from pathlib import Path
 from mjlab_microduck.cli import COMMANDS, main
 
 SRC = Path(__file__).resolve().parents[2] / "codes" / "practices" / "amd" / "microduck-rl" / "src"
-EXPECTED = {"train", "replay", "gait-test", "recipe", "bench", "doctor", "contact-check", "probe",
-            "records"}  # fmt: skip
+EXPECTED = {"train", "replay", "gait-test", "gait-watch", "export", "recipe", "bench", "doctor",
+            "contact-check", "probe", "records"}  # fmt: skip
 
 
 def _microduck(*args: str) -> subprocess.CompletedProcess:
