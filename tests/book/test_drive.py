@@ -136,6 +136,13 @@ def test_heading_sentence_counts_and_names_the_worst_case():
     assert "no case" in drive.heading_sentence(table.iloc[2:])
 
 
+def test_warp_mode_sentence_follows_the_record():
+    old = pd.DataFrame({"case": ["stand"], "ang_vel_z": [0.0]})
+    assert "held the yaw-rate command at 0" in drive.warp_mode_sentence(old)
+    assert "ran both modes" in drive.warp_mode_sentence(old.assign(mode="heading"))
+    assert "no published MuJoCo Warp gait test" in drive.warp_mode_sentence(old.iloc[:0])
+
+
 @pytest.mark.slow
 def test_write_drive_files_labels_what_the_page_drives(tmp_path):
     folder = drive.write_drive_files(tmp_path)

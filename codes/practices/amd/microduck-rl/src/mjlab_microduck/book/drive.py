@@ -327,3 +327,22 @@ def heading_sentence(table: pd.DataFrame) -> str:
             f"a yaw command, at most {rows.loc[worst, 'plain |Δheading| (rad)']:.2f} rad in 10 s "
             f"({worst}, where the median Warp robot turns "
             f"{rows.loc[worst, 'Warp median |Δheading| (rad)']:.2f} rad)")  # fmt: skip
+
+
+def warp_mode_sentence(warp: pd.DataFrame) -> str:
+    """Which mode the table compares, and why, for the Warp gait test ``warp`` (robots.csv)."""
+    if warp.empty:
+        return (
+            "This checkpoint has no published MuJoCo Warp gait test, so the table shows the "
+            "plain-MuJoCo robot alone, with the heading held and open loop."
+        )
+    if "mode" not in warp.columns:
+        return (
+            "The published Warp test of this checkpoint ran before the gait test had a heading "
+            "mode, so its straight lines held the yaw-rate command at 0 (open loop); the plain "
+            "robot is compared in that mode, and shown with the heading held too."
+        )
+    return (
+        "The published Warp test of this checkpoint ran both modes; the table compares the "
+        "heading mode (the gait test's verdict) and shows the plain robot open loop too."
+    )
