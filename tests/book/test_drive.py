@@ -19,7 +19,7 @@ RESULTS = results.results_root()
 def test_without_walker_json_the_book_drives_the_fallback(tmp_path):
     policy = drive.book_policy(tmp_path)
     assert policy.checkpoint == tmp_path / drive.FALLBACK_CHECKPOINT
-    assert not policy.walker and policy.label.startswith("not a walker yet")
+    assert not policy.walker and policy.label.endswith("(not a walker yet)")
 
 
 def test_walker_json_names_the_walker(tmp_path):
@@ -30,7 +30,7 @@ def test_walker_json_names_the_walker(tmp_path):
         {"checkpoint": "h200_walker_x_s1/model_9.pt", "task": "T"}))  # fmt: skip
     policy = drive.book_policy(tmp_path)
     assert policy == drive.BookPolicy(folder / "model_9.pt", "T", walker=True)
-    assert policy.label == "the book's walker (h200_walker_x_s1/model_9.pt)"
+    assert policy.label == "h200_walker_x_s1/model_9.pt, the book's walker"
     (tmp_path / drive.WALKER_JSON).write_text(json.dumps({"checkpoint": "gone/model_1.pt"}))
     with pytest.raises(FileNotFoundError, match="gone/model_1.pt is not there"):
         drive.book_policy(tmp_path)

@@ -45,8 +45,8 @@ class BookPolicy:
     def label(self) -> str:
         where = f"{self.checkpoint.parent.name}/{self.checkpoint.name}"
         if self.walker:
-            return f"the book's walker ({where})"
-        return f"not a walker yet: the closest published checkpoint ({where})"
+            return f"{where}, the book's walker"
+        return f"{where}, the closest published checkpoint (not a walker yet)"
 
 
 def _results(results_root: str | Path | None) -> Path:
