@@ -108,7 +108,14 @@ async function main() {
   const session = await ort.InferenceSession.create(bytes(exported.policy), { executionProviders: ['wasm'] });
 
   const robot = new Robot(mujoco, model, data, spec, session);
-  const view = new View($('view'), model);
+  // Without WebGL (an old machine, a locked-down browser) the robot still runs and reports its
+  // speed; only the picture is missing.
+  let view = null;
+  try {
+    view = new View($('view'), model);
+  } catch (err) {
+    console.warn(`drive page: no WebGL, nothing is drawn (${err.message})`);
+  }
   const controls = new Controls(spec.command.ranges);
   const fixed = readFixedCommand();
   if (fixed) controls.lock(fixed);
@@ -172,14 +179,15 @@ async function main() {
     const b = 3 * robot.rootBody;
     const x = data.xpos;
     cameraHeading += 0.05 * wrapToPi(robot.heading() - cameraHeading); // a camera that lags the turns
-    view.draw(data, [x[b], x[b + 1], x[b + 2]], cameraHeading);
+    view?.draw(data, [x[b], x[b + 1], x[b + 2]], cameraHeading);
     $('clock').textContent = `${simClock.toFixed(1)} s simulated, ${wall.toFixed(1)} s on the clock`;
     requestAnimationFrame(frame);
   }
 
   reset();
   state.ready = true;
-  status.textContent = fixed ? 'fixed command (test)' : 'drive with the arrow keys or the sliders';
+  status.textContent = (fixed ? 'fixed command (test)' : 'drive with the arrow keys or the sliders')
+    + (view ? '' : ' (this browser has no WebGL: the robot runs, but is not drawn)');
   requestAnimationFrame((now) => { start = now; requestAnimationFrame(frame); });
 }
 
