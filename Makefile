@@ -1,6 +1,7 @@
 # Build and test the MicroDuck-on-ROCm book.
 #
-#   make book     execute every chapter (cached) and build _build/html strictly
+#   make book     build the drive page's JavaScript (npm ci, lock file), execute every chapter
+#                 (cached) and build _build/html strictly
 #   make test     unit tests + book structure + headless-browser checks (builds the book if stale)
 #   make results  regenerate run records under logs/ (beside the published book/results/)
 #   make chapter-times  measure every chapter's ci execution time into book/results/
@@ -23,11 +24,18 @@ VENV_STAMP := $(VENV)/.microduck-installed
 MANAGED_VENV := $(if $(filter .venv ./.venv,$(VENV)),1,)
 
 # Debian packages: headless Chromium + its driver for the browser tests, EGL/OSMesa and the
-# Mesa DRI drivers for off-screen MuJoCo rendering on a machine without a GPU.
-SYSTEM_PACKAGES := chromium chromium-driver libegl1 libgl1 libegl-mesa0 libgl1-mesa-dri libosmesa6 shellcheck
+# Mesa DRI drivers for off-screen MuJoCo rendering on a machine without a GPU, Node.js for the
+# drive page's build (npm too, checked as a command: NodeSource's nodejs package carries it).
+SYSTEM_PACKAGES := chromium chromium-driver libegl1 libgl1 libegl-mesa0 libgl1-mesa-dri libosmesa6 shellcheck nodejs
 
 BOOK_INDEX := _build/html/index.html
+# The drive page (book/drive/): its JavaScript bundled by npm from the lock file into
+# book/_extra/drive/ (copied to _build/html/drive/), beside the export of the book's checkpoint.
+DRIVE_SRC := book/drive
+DRIVE_OUT := book/_extra/drive
+DRIVE_MODULES := $(DRIVE_SRC)/node_modules/.package-lock.json
 BOOK_SOURCES := _config.yml _toc.yml $(wildcard book/*.md book/_extra/*) $(wildcard notebooks/*.md) \
+	$(DRIVE_SRC)/index.html $(DRIVE_SRC)/build.mjs $(DRIVE_SRC)/package-lock.json $(wildcard $(DRIVE_SRC)/src/*.js) \
 	$(shell find book/results $(PKG_DIR)/src -type f \( -name '*.py' -o -name '*.json' \
 	-o -name '*.csv' -o -name '*.pt' -o -name '*.mp4' -o -name '*.md' \) 2>/dev/null)
 
@@ -38,10 +46,11 @@ BOOK_SOURCES := _config.yml _toc.yml $(wildcard book/*.md book/_extra/*) $(wildc
 RUN := env PATH="$(VENV_ABS)/bin:$$PATH" WANDB_MODE="$${WANDB_MODE:-offline}" \
 	MJLAB_WARP_QUIET="$${MJLAB_WARP_QUIET:-1}" MICRODUCK_PROGRESS="$${MICRODUCK_PROGRESS:-milestones}"
 
-.PHONY: help venv system-deps book test results chapter-times clean
+.PHONY: help venv system-deps drive book test results chapter-times clean
 
 help:
 	@echo "make book         build the book (executes chapters; cached)"
+	@echo "make drive        build only the drive page (book/_extra/drive)"
 	@echo "make test         run all tests (builds the book first if it is stale)"
 	@echo "make results      regenerate run records under logs/"
 	@echo "make chapter-times  time every chapter in the ci profile on this machine (front page)"
@@ -73,6 +82,7 @@ system-deps:
 	for p in $(SYSTEM_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' "$$p" 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
+	if ! command -v npm >/dev/null; then missing="$$missing npm"; fi; \
 	if [ -z "$$missing" ]; then echo "system-deps: all installed"; exit 0; fi; \
 	sudo=""; if [ "$$(id -u)" != 0 ]; then sudo="sudo"; fi; \
 	echo "system-deps: installing$$missing"; \
@@ -105,11 +115,24 @@ define build_book
 	touch $(BOOK_INDEX)
 endef
 
-book: venv system-deps
+# npm ci installs exactly the lock file's packages from the npm registry; --ignore-scripts
+# because none of them needs an install script (esbuild finds its binary package without one).
+$(DRIVE_MODULES): $(DRIVE_SRC)/package.json $(DRIVE_SRC)/package-lock.json | system-deps
+	cd $(DRIVE_SRC) && npm ci --ignore-scripts --no-audit --no-fund
+	touch $@
+
+# The export the page drives (walker.json's checkpoint, else the fallback: a published export,
+# or one made into logs/exports), then the bundle. Both write only files whose bytes change, so
+# an unchanged page leaves book/_extra (and the book's timestamps) alone.
+drive: venv $(DRIVE_MODULES)
+	$(RUN) $(VENV)/bin/microduck records drive-export $(DRIVE_OUT)/export
+	cd $(DRIVE_SRC) && npm run --silent build -- ../_extra/drive ../_extra/drive/export
+
+book: venv system-deps drive
 	@$(build_book)
 
 # Built only when missing or older than a source: the browser tests need the HTML.
-$(BOOK_INDEX): $(BOOK_SOURCES) $(VENV_STAMP) | system-deps
+$(BOOK_INDEX): $(BOOK_SOURCES) $(VENV_STAMP) | system-deps drive
 	@$(build_book)
 
 test: venv system-deps $(BOOK_INDEX)
@@ -139,6 +162,6 @@ chapter-times: venv system-deps
 	mv $(CI_TIMES_RECORD).new $(CI_TIMES_RECORD)
 
 clean:
-	rm -rf _build .pytest_cache book/_extra/media
+	rm -rf _build .pytest_cache book/_extra/media $(DRIVE_OUT)
 	find . \( -name '.venv*' -o -name .git -o -name .rocm-src \) -prune -o \
 	  -name __pycache__ -type d -prune -exec rm -rf {} +

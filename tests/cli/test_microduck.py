@@ -14,7 +14,7 @@ import pytest
 from mjlab_microduck.cli import COMMANDS, main
 
 SRC = Path(__file__).resolve().parents[2] / "codes" / "practices" / "amd" / "microduck-rl" / "src"
-EXPECTED = {"train", "replay", "gait-test", "gait-watch", "recipe", "bench", "doctor",
+EXPECTED = {"train", "replay", "gait-test", "gait-watch", "export", "recipe", "bench", "doctor",
             "contact-check", "probe", "records"}  # fmt: skip
 
 

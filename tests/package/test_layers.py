@@ -30,10 +30,12 @@ ALLOWED: dict[str, set[str]] = {
 # Modules a layer may import although their layer is not in its list: the backend detector
 # imports nothing from the package (a test checks), so the hooks can share it without a cycle;
 # `microduck records map` writes the README section the book's map of runs renders (reading
-# records only: no torch, no mjlab), and is the one command that imports the book layer.
+# records only: no torch, no mjlab), and `microduck records drive-export` the files the book's
+# drive page reads (records and the export of the book's checkpoint): the two commands that
+# import the book layer.
 ALLOWED_MODULES: dict[str, set[str]] = {
     "compat": {"mjlab_microduck.runtime.backend"},
-    "cli": {"mjlab_microduck.book.results_map"},
+    "cli": {"mjlab_microduck.book.results_map", "mjlab_microduck.book.drive"},
 }
 HEAVY = ("torch", "mjlab", "warp", "mujoco", "mujoco_warp")
 

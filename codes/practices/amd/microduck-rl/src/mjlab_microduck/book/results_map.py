@@ -93,6 +93,8 @@ ALL_PRESET_RUNS = _unique(
     (*preset_runs(DEFAULT_PRESET_PREFIX), *(n for p in PRESET_PREFIXES for n in preset_runs(p)))
 )
 VIDEO_RUN = "cpu_walker_video_s42_model_550"
+EXPORT_RUNS = "cpu_export_*"
+"""The exports of the book's checkpoints (``microduck export``): chapter 6 and the drive page."""
 FRONT_PAGE_RUNS = _unique((
     chapter_times.CI_BUILD_RECORD,
     *(run for chapter in chapter_times.CHAPTERS for work in chapter.full for run in work.runs),
@@ -131,11 +133,12 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
     ),
     ChapterRuns(
         "notebooks/06_replay", "Replay and the gait test",
-        (*recipe_runs(wr.WALKER), VIDEO_RUN, *ALL_PRESET_RUNS),
+        (*recipe_runs(wr.WALKER), VIDEO_RUN, EXPORT_RUNS, *ALL_PRESET_RUNS),
         "The walker recipe's gait tests and its candidate (`walker_results.candidate`), the "
-        "video replay, the default preset's published checkpoints and their protocol replays "
-        "(`acceptance.published_checkpoints`, `acceptance.recorded_replays`), every preset's "
-        "outcome (`acceptance.preset_outcomes`).",
+        "video replay, the export of the book's checkpoint that the sim-to-sim section and the "
+        "drive page run (`drive.export_folder`), the default preset's published checkpoints "
+        "and their protocol replays (`acceptance.published_checkpoints`, "
+        "`acceptance.recorded_replays`), every preset's outcome (`acceptance.preset_outcomes`).",
     ),
     ChapterRuns(
         "notebooks/07_discarded_experiment", "The discarded experiment",

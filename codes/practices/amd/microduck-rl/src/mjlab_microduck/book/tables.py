@@ -118,6 +118,10 @@ def size_parts(record: RunRecord) -> tuple[str | None, str]:
     if kind == "bench" and c.get("physics_envs") and c.get("training_envs"):
         return checkpoint, (f"physics {_envs(c['physics_envs'])}, "
                             f"training {_envs(c['training_envs'])}")  # fmt: skip
+    if kind == "export" and {"obs_dim", "action_dim", "policy_bytes"} <= set(record.summary):
+        s = record.summary
+        return checkpoint, (f"{s['obs_dim']} → {s['action_dim']} actor, "
+                            f"{s['policy_bytes'] / 1e6:.2f} MB ONNX")  # fmt: skip
     if kind == "book_build" and c.get("chapters"):
         return checkpoint, f"{len(c['chapters'])} chapters, {c.get('profile')} profile"
     return checkpoint, "see its config"

@@ -28,6 +28,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "mjlab_microduck.cli.gait_test:main",
         "run the gait test on a checkpoint and write its record",
     ),
+    "export": (
+        "mjlab_microduck.cli.export:main",
+        "export a checkpoint as ONNX, MJCF and a JSON spec for plain MuJoCo and the browser",
+    ),
     "gait-watch": (
         "mjlab_microduck.cli.gait_watch:main",
         "gait-test the checkpoints of running trainings as they are saved",

@@ -3,10 +3,11 @@
 ``validate`` checks record files against the schema; ``verify`` also checks every artifact's
 SHA-256 and reports a ``running`` record whose process is gone (or whose heartbeat is too old)
 as ``stale``, which ``verify --fix`` marks ``interrupted`` from what is on disk; ``publish``
-copies a finished training or bench run into the book (``book/results``); ``schema`` prints (or
-writes) the JSON schema of a record; ``chapter-times`` records how long each chapter took in the
-last book build (``make chapter-times``); ``map`` rewrites the "which chapter reads which runs"
-section of ``book/results/README.md`` from the records.
+copies a finished training, bench or export run into the book (``book/results``); ``schema``
+prints (or writes) the JSON schema of a record; ``chapter-times`` records how long each chapter
+took in the last book build (``make chapter-times``); ``map`` rewrites the "which chapter reads
+which runs" section of ``book/results/README.md`` from the records; ``drive-export`` puts the
+export of the book's checkpoint where the drive page reads it.
 
 Exit status: 0 when everything checked is fine, 1 when a record is invalid, changed or stale,
 2 for bad input (a path that names no record, a run that cannot be published, an output that
@@ -57,7 +58,8 @@ class Verify:
 
 @dataclass(frozen=True)
 class Publish:
-    """Copy a finished training or bench run into the book (the destination must not exist)."""
+    """Copy a finished training, bench or export run into the book (the destination must not
+    exist)."""
 
     run: Annotated[Path, Positional, arg(metavar="RUN")]
     """the run folder to publish: a finished (ok) training or bench run"""
@@ -82,6 +84,17 @@ class ChapterTimes:
 
 
 @dataclass(frozen=True)
+class DriveExport:
+    """Put the export of the book's checkpoint (walker.json's, else the fallback) in a folder
+    for the drive page, exporting it into logs/exports first if none is published."""
+
+    dest: Positional[Path]
+    """the page's export folder (book/_extra/drive/export)"""
+    results: Path | None = None
+    """the folder of published runs (default: book/results)"""
+
+
+@dataclass(frozen=True)
 class Map:
     """Rewrite the README's "which chapter reads which runs" section from the run records."""
 
@@ -101,6 +114,7 @@ def _subcommands():
         Annotated[Publish, tyro.conf.subcommand("publish")],
         Annotated[ChapterTimes, tyro.conf.subcommand("chapter-times")],
         Annotated[Map, tyro.conf.subcommand("map")],
+        Annotated[DriveExport, tyro.conf.subcommand("drive-export")],
     ]
 
 
@@ -151,8 +165,9 @@ def _not_publishable(record, run: Path) -> str | None:
     """Why ``record`` cannot be published (one line), or None."""
     from mjlab_microduck.runs import liveness
 
-    if record.kind not in ("train", "bench"):
-        return f"{run}: a {record.kind} run is not published this way (train and bench runs are)"
+    if record.kind not in ("train", "bench", "export"):
+        return (f"{run}: a {record.kind} run is not published this way (train, bench and export "
+                "runs are)")  # fmt: skip
     if record.status == "ok":
         return None
     if record.status == "running":
@@ -191,6 +206,10 @@ def _publish(request: Publish, prog: str) -> int:
                                     f"{', '.join(sorted(wanted - set(saved)))} in the run "
                                     f"(it saved {', '.join(saved)})")  # fmt: skip
             published = train.publish(request.run, request.dest, request.checkpoints)
+        elif record.kind == "export":
+            from mjlab_microduck.jobs import export
+
+            published = export.publish(request.run, request.dest)
         else:
             from mjlab_microduck.jobs import bench
 
@@ -198,6 +217,22 @@ def _publish(request: Publish, prog: str) -> int:
     except (OSError, ValueError, RuntimeError) as err:  # publish_run leaves nothing behind
         return refuse(prog, records.error_line(err))
     print(f"published: {Path(request.dest) / records.RECORD_FILENAME} ({published.run_id})")
+    return 0
+
+
+def _drive_export(request: DriveExport, prog: str) -> int:
+    # The book's drive page reads what this writes; like `map`, it reads records (and exports
+    # only when no published export of the book's checkpoint exists).
+    import json
+
+    from mjlab_microduck.book import drive
+
+    try:
+        folder = drive.write_drive_files(request.dest, request.results)
+    except (OSError, ValueError) as err:  # no checkpoint, a bad record, a failed export
+        return refuse(prog, err)
+    about = json.loads((Path(request.dest) / drive.ABOUT_FILENAME).read_text())
+    print(f"{request.dest}: {about['label']}, from {folder}")
     return 0
 
 
@@ -287,4 +322,6 @@ def main(argv: list[str] | None = None, prog: str = "microduck records") -> int:
         return _chapter_times(command, prog)
     if isinstance(command, Map):
         return _map(command, prog)
+    if isinstance(command, DriveExport):
+        return _drive_export(command, prog)
     return _check(command.paths, command if isinstance(command, Verify) else None)

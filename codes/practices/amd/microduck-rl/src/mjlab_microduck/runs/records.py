@@ -69,6 +69,7 @@ RunKind = Literal[
     "experiment",
     "gait_test",
     "book_build",
+    "export",
 ]
 RunStatus = Literal["ok", "failed", "running", "interrupted"]
 Backend = Literal["cpu", "cuda", "hip"]

@@ -1,0 +1,348 @@
+"""The drive page and chapter 6's sim-to-sim: which checkpoint the book drives, its export, and
+the plain-MuJoCo numbers beside MuJoCo Warp's.
+
+Problem it solves: the page (``book/drive/``) and chapter 6 must drive the book's walker once it
+is published (``book/results/walker.json`` names its checkpoint) and, until then, the closest
+published checkpoint (:data:`FALLBACK_CHECKPOINT`), labelled as such. Both read the same export
+(``microduck export``): a published one in ``book/results`` whose record names the checkpoint's
+SHA-256, else one made on this machine under ``logs/exports`` (:func:`export_folder` makes it if
+there is none; a test says that it should be published).
+
+No-op cases: importing reads nothing; torch and mjlab are imported only to make a missing export.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from mjlab_microduck.analysis import gait
+from mjlab_microduck.runs import records
+
+WALKER_JSON = "walker.json"
+FALLBACK_CHECKPOINT = "h200_walker_resume_s42/model_550.pt"
+"""Until a walker is published: WALKER seed 42 at iteration 550, the checkpoint the walker issue
+found walking every straight line under the heading command (it fails the stand case), published
+with its gait test (``h200_walker_gait_s42_model_550``)."""
+EXPORT_FILES = ("policy.onnx", "scene.xml", "spec.json")
+ABOUT_FILENAME = "about.json"
+SIM2SIM_CASES = tuple(c for c in gait.CASES if not c.push_mps)
+"""Every gait-test case but the push (a shove the plain rollout does not give)."""
+
+
+@dataclass(frozen=True)
+class BookPolicy:
+    """The checkpoint the book drives: ``walker`` when walker.json names it."""
+
+    checkpoint: Path
+    task: str | None
+    walker: bool
+
+    @property
+    def label(self) -> str:
+        where = f"{self.checkpoint.parent.name}/{self.checkpoint.name}"
+        if self.walker:
+            return f"{where}, the book's walker"
+        return f"{where}, the closest published checkpoint (not a walker yet)"
+
+
+def _results(results_root: str | Path | None) -> Path:
+    if results_root is not None:
+        return Path(results_root)
+    from mjlab_microduck.book import results
+
+    return results.results_root()
+
+
+def book_policy(results_root: str | Path | None = None) -> BookPolicy:
+    """walker.json's checkpoint (a path relative to the results folder, or to the repository)
+    when the walker is published, else :data:`FALLBACK_CHECKPOINT`; a named file that does not
+    exist is an error, never a silent fallback."""
+    root = _results(results_root)
+    walker = root / WALKER_JSON
+    if not walker.is_file():
+        return BookPolicy(root / FALLBACK_CHECKPOINT, None, walker=False)
+    entry = json.loads(walker.read_text())
+    named = Path(entry["checkpoint"])
+    for candidate in (named, root / named, root.parent.parent / named):
+        if candidate.is_file():
+            return BookPolicy(candidate, entry.get("task"), walker=True)
+    raise FileNotFoundError(f"{walker}: checkpoint {named} is not there")
+
+
+def find_export(checkpoint: Path, roots: list[Path]) -> Path | None:
+    """The first ok export record under ``roots`` (in that order, newest first within a root)
+    made from ``checkpoint``'s bytes."""
+    digest = records.sha256_file(checkpoint)
+    for root in roots:
+        if not Path(root).is_dir():
+            continue
+        for folder, record in reversed(records.find_records(root)):
+            if (record.kind == "export" and record.status == "ok"
+                    and record.config.get("checkpoint_sha256") == digest):  # fmt: skip
+                return folder
+    return None
+
+
+def local_exports_root() -> Path:
+    from mjlab_microduck.book import results
+
+    root = results.repo_root()
+    return (root if root is not None else Path.cwd()) / "logs" / "exports"
+
+
+def export_folder(results_root: str | Path | None = None, make: bool = True) -> Path:
+    """The export the book uses: published in the results folder, else made here (``make``)."""
+    policy = book_policy(results_root)
+    local = local_exports_root()
+    found = find_export(policy.checkpoint, [_results(results_root), local])
+    if found is not None:
+        return found
+    if not make:
+        raise FileNotFoundError(f"no export of {policy.checkpoint}: run `microduck export` on it")
+    import mjlab_microduck.tasks  # noqa: F401  (hooks first, then task registration)
+    from mjlab_microduck.jobs import export
+
+    run_dir, _ = export.run(export.ExportRequest(policy.checkpoint, policy.task), local)
+    return run_dir
+
+
+def write_drive_files(dest: str | Path, results_root: str | Path | None = None) -> Path:
+    """The export's three files and ``about.json`` (what the page says it drives) in ``dest``,
+    each written atomically; returns the export folder they came from."""
+    policy = book_policy(results_root)
+    folder = export_folder(results_root)
+    record = records.load_record(folder)
+    records.verify_artifacts(record, folder)
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in EXPORT_FILES:
+        source = (folder / name).read_bytes()
+        if not (dest / name).is_file() or (dest / name).read_bytes() != source:
+            records.atomic_write_bytes(dest / name, source)
+    about = {
+        "label": policy.label,
+        "walker": policy.walker,
+        "checkpoint": f"{policy.checkpoint.parent.name}/{policy.checkpoint.name}",
+        "export_run": record.run_id,
+        "published": folder.parent.resolve() == _results(results_root).resolve(),
+    }
+    text = json.dumps(about, indent=2) + "\n"
+    if not (dest / ABOUT_FILENAME).is_file() or (dest / ABOUT_FILENAME).read_text() != text:
+        records.atomic_write_text(dest / ABOUT_FILENAME, text)
+    return folder
+
+
+# --------------------------------------------------------------------------- sim-to-sim
+
+
+def warp_gait_record(checkpoint: Path, results_root: str | Path | None = None) -> Path | None:
+    """The published MuJoCo Warp gait test of ``checkpoint``: a gait-test record whose
+    checkpoint path holds the run id of the training record beside ``checkpoint`` and the same
+    file name (the gait tests ran on the training machine's copy)."""
+    beside = checkpoint.parent / records.RECORD_FILENAME
+    if not beside.is_file():
+        return None
+    run_id = records.load_record(beside).run_id
+    for folder, record in records.find_records(_results(results_root)):
+        path = str(record.config.get("checkpoint", ""))
+        if record.kind == "gait_test" and run_id in path and path.endswith("/" + checkpoint.name):
+            return folder
+    return None
+
+
+def _measure(case: gait.GaitCase) -> tuple[str, str]:
+    """The column a case is judged by and how the table names it."""
+    if case.kind == "linear":
+        return "progress_ratio", "progress / command"
+    if case.kind in ("turn", "walk_turn"):
+        return "yaw_ratio", "yaw rate / command"
+    return "displacement_m", "moved (m)"
+
+
+MODE_TEXT = {gait.OPEN_LOOP_MODE: "yaw rate held at 0", gait.HEADING_MODE: "heading held"}
+
+
+def _with_modes(warp: pd.DataFrame) -> pd.DataFrame:
+    """A gait test's robots with a ``mode`` column. A record from before the heading mode held
+    every yaw-rate command: its zero-yaw rows ran open loop, its turns as the heading mode's."""
+    if "mode" in warp.columns:
+        return warp
+    mode = warp["ang_vel_z"].map(lambda wz: gait.OPEN_LOOP_MODE if wz == 0 else gait.HEADING_MODE)
+    return warp.assign(mode=mode)
+
+
+def sim2sim_table(plain: pd.DataFrame, warp: pd.DataFrame) -> pd.DataFrame:
+    """One row per case: MuJoCo Warp's robots (mean, min and max over every seed and robot) and
+    the plain-MuJoCo robot in the same mode (the heading mode where Warp ran it, else open
+    loop), on the number the gait test judges the case by; the plain robot in the other mode;
+    and the heading change of cases without a yaw command. ``warp`` is a gait test's
+    ``robots.csv``; ``plain`` is what ``jobs.plain_mujoco.run_cases`` returns."""
+    warp = _with_modes(warp)
+    rows = []
+    for case in SIM2SIM_CASES:
+        column, measure = _measure(case)
+        here = warp[warp["case"] == case.name]
+        mode = (
+            gait.HEADING_MODE if (here["mode"] == gait.HEADING_MODE).any() else gait.OPEN_LOOP_MODE
+        )
+        w = here[here["mode"] == mode]
+        mine = plain[plain["case"] == case.name]
+        p = mine[mine["mode"] == mode]
+        if p.empty:
+            continue
+        row = {"case": case.label, "measure": measure,
+               "compared": MODE_TEXT[mode] if case.ang_vel_z == 0 else "yaw rate commanded",
+               "plain MuJoCo": float(p[column].mean())}  # fmt: skip
+        if not w.empty:
+            row.update({"Warp mean": float(w[column].mean()), "Warp min": float(w[column].min()),
+                        "Warp max": float(w[column].max())})  # fmt: skip
+        if case.ang_vel_z == 0.0:
+            other = mine[mine["mode"] != mode]
+            if not other.empty:
+                row["plain MuJoCo, other mode"] = float(other[column].mean())
+            row["plain |Δheading| (rad)"] = float(p["heading_change_rad"].abs().max())
+            if not w.empty:
+                row["Warp median |Δheading| (rad)"] = float(w["heading_change_rad"].abs().median())
+        rows.append(row)
+    columns = ["case", "measure", "compared", "Warp mean", "Warp min", "Warp max",
+               "plain MuJoCo", "plain MuJoCo, other mode", "Warp median |Δheading| (rad)",
+               "plain |Δheading| (rad)"]  # fmt: skip
+    return pd.DataFrame(rows).reindex(columns=columns).set_index("case")
+
+
+def outside_warp(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows where the plain-MuJoCo robot lies outside the range of Warp's robots, with how far
+    (in the row's measure) from the nearest end of that range."""
+    has = table.dropna(subset=["Warp min"])
+    below = has["plain MuJoCo"] < has["Warp min"]
+    above = has["plain MuJoCo"] > has["Warp max"]
+    out = has[below | above].copy()
+    low = out["plain MuJoCo"] - out["Warp min"]
+    out["by"] = low.where(below[below | above], out["plain MuJoCo"] - out["Warp max"])
+    return out[["measure", "compared", "Warp min", "Warp max", "plain MuJoCo", "by"]]
+
+
+def warp_robots(checkpoint: Path, results_root: str | Path | None = None) -> pd.DataFrame:
+    """The robots of :func:`warp_gait_record` (empty, with the columns the table reads, when
+    the checkpoint has no published gait test)."""
+    folder = warp_gait_record(checkpoint, results_root)
+    if folder is None:
+        return pd.DataFrame(columns=["case", "mode", "ang_vel_z", "heading_change_rad"])
+    return pd.read_csv(folder / "robots.csv")
+
+
+def difference_sentence(outside: pd.DataFrame) -> str:
+    """:func:`outside_warp`'s rows as one sentence."""
+    if outside.empty:
+        return "In every case the plain-MuJoCo robot lies within the range of MuJoCo Warp's robots."
+    parts = [
+        f"{case} ({row['measure']} {row['plain MuJoCo']:.2f}, {abs(row['by']):.3f} "
+        f"{'above the best' if row['by'] > 0 else 'below the worst'} Warp robot)"
+        for case, row in outside.iterrows()
+    ]
+    count = len(parts)
+    return (f"The plain-MuJoCo robot lies outside the range of MuJoCo Warp's robots in {count} "
+            f"case{'s' if count > 1 else ''}: {'; '.join(parts)}.")  # fmt: skip
+
+
+def delay_sweep(folder: Path, delays: tuple[int, ...] = (0, 1, 2, 3)) -> pd.DataFrame:
+    """The cases without a yaw command, heading held, with the actuator delay fixed at each of
+    ``delays`` (physics steps): the number each case is judged by, one column per delay."""
+    from mjlab_microduck.jobs import plain_mujoco
+
+    cases = tuple(c for c in SIM2SIM_CASES if c.ang_vel_z == 0.0)
+    step_ms = 1000 * plain_mujoco.load_spec(folder)["sim"]["timestep_s"]
+    columns = {}
+    for delay in delays:
+        robots = plain_mujoco.run_cases(folder, cases, (gait.HEADING_MODE,), action_delay=delay)
+        values = {}
+        for case in cases:
+            column, _ = _measure(case)
+            values[case.label] = float(robots.loc[robots["case"] == case.name, column].mean())
+        columns[f"{delay} ({delay * step_ms:g} ms)"] = values
+    table = pd.DataFrame(columns)
+    table.insert(0, "measure", [_measure(c)[1] for c in cases])
+    table.columns.name = "actuator delay, physics steps"
+    return table
+
+
+def randomisation(task: str, scene_xml: Path) -> dict[str, str]:
+    """What the task randomises at start-up (as text) beside the exported, nominal robot."""
+    import mujoco
+    from mjlab.tasks.registry import load_env_cfg
+
+    from mjlab_microduck.robot.constants import FOOT_GEOMS
+
+    events = load_env_cfg(task, play=True).events
+    model = mujoco.MjModel.from_xml_path(str(scene_xml))
+    foot = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, f"robot/{FOOT_GEOMS[0]}")
+    friction = events["foot_friction"].params["ranges"]
+    com = events["base_com"].params["ranges"][0]
+    mass = events["body_mass"].params["ranges"]
+    armature = events["joint_armature"].params["ranges"]
+    return {
+        "xml_friction": f"{model.geom_friction[foot][0]:g}",
+        "friction": f"{friction[0]:g}–{friction[1]:g}",
+        "com_mm": f"±{1000 * com[1]:g} mm",
+        "mass": f"{mass[0]:g}–{mass[1]:g}",
+        "armature": f"{armature[0]:g}–{armature[1]:g}",
+    }
+
+
+STALL_PROGRESS = 0.2
+"""A linear case whose robot covers less than this fraction of the command has not walked."""
+
+
+def stall_sentence(sweep: pd.DataFrame) -> str:
+    """Which linear cases of :func:`delay_sweep` stall (progress under :data:`STALL_PROGRESS`)
+    at which delay, as a sentence."""
+    linear = sweep[sweep["measure"] == "progress / command"].drop(columns="measure")
+    hits = []
+    for case, row in linear.iterrows():
+        delays = [d.split(" ")[0] for d, value in row.items() if value < STALL_PROGRESS]
+        if delays:
+            steps = " and ".join(delays)
+            hits.append(f"{case} with {steps} physics step{'s' if steps != '1' else ''} of delay")
+    limit = f"covers less than {STALL_PROGRESS:g} of the command"
+    if not hits:
+        return f"Here no straight line stalls ({limit}) at any of these delays."
+    return f"Here the robot stalls ({limit}) in: {'; '.join(hits)}."
+
+
+def heading_sentence(table: pd.DataFrame) -> str:
+    """How the plain robot's heading change compares with the median Warp robot's, over the
+    cases without a yaw command that have a Warp counterpart (in the mode compared)."""
+    rows = table[table["compared"].isin(MODE_TEXT.values())].dropna(
+        subset=["Warp median |Δheading| (rad)"]
+    )
+    if rows.empty:
+        return "no case without a yaw command has a Warp counterpart to compare its heading with"
+    less = int((rows["plain |Δheading| (rad)"] < rows["Warp median |Δheading| (rad)"]).sum())
+    worst = rows["plain |Δheading| (rad)"].idxmax()
+    return (f"it turns less than the median Warp robot in {less} of {len(rows)} cases without "
+            f"a yaw command, at most {rows.loc[worst, 'plain |Δheading| (rad)']:.2f} rad in 10 s "
+            f"({worst}, where the median Warp robot turns "
+            f"{rows.loc[worst, 'Warp median |Δheading| (rad)']:.2f} rad)")  # fmt: skip
+
+
+def warp_mode_sentence(warp: pd.DataFrame) -> str:
+    """Which mode the table compares, and why, for the Warp gait test ``warp`` (robots.csv)."""
+    if warp.empty:
+        return (
+            "This checkpoint has no published MuJoCo Warp gait test, so the table shows the "
+            "plain-MuJoCo robot alone, with the heading held and open loop."
+        )
+    if "mode" not in warp.columns:
+        return (
+            "The published Warp test of this checkpoint ran before the gait test had a heading "
+            "mode, so its straight lines held the yaw-rate command at 0 (open loop); the plain "
+            "robot is compared in that mode, and shown with the heading held too."
+        )
+    return (
+        "The published Warp test of this checkpoint ran both modes; the table compares the "
+        "heading mode (the gait test's verdict) and shows the plain robot open loop too."
+    )

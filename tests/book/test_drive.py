@@ -1,0 +1,153 @@
+"""book/drive.py: which checkpoint the book drives (walker.json, else the fallback), the export
+it uses, the published Warp gait test beside it, and chapter 6's sim-to-sim tables."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pandas as pd
+import pytest
+
+from mjlab_microduck.analysis import gait
+from mjlab_microduck.book import drive, results
+from mjlab_microduck.runs import records
+
+RESULTS = results.results_root()
+
+
+def test_without_walker_json_the_book_drives_the_fallback(tmp_path):
+    policy = drive.book_policy(tmp_path)
+    assert policy.checkpoint == tmp_path / drive.FALLBACK_CHECKPOINT
+    assert not policy.walker and policy.label.endswith("(not a walker yet)")
+
+
+def test_walker_json_names_the_walker(tmp_path):
+    folder = tmp_path / "h200_walker_x_s1"
+    folder.mkdir()
+    (folder / "model_9.pt").write_bytes(b"weights")
+    (tmp_path / drive.WALKER_JSON).write_text(json.dumps(
+        {"checkpoint": "h200_walker_x_s1/model_9.pt", "task": "T"}))  # fmt: skip
+    policy = drive.book_policy(tmp_path)
+    assert policy == drive.BookPolicy(folder / "model_9.pt", "T", walker=True)
+    assert policy.label == "h200_walker_x_s1/model_9.pt, the book's walker"
+    (tmp_path / drive.WALKER_JSON).write_text(json.dumps({"checkpoint": "gone/model_1.pt"}))
+    with pytest.raises(FileNotFoundError, match="gone/model_1.pt is not there"):
+        drive.book_policy(tmp_path)
+
+
+def test_the_book_checkpoint_has_a_published_export():
+    """Fails when walker.json is published without an export of its checkpoint: run
+    `microduck export <checkpoint>`, then `microduck records publish <run folder>
+    book/results/cpu_export_<name>`."""
+    policy = drive.book_policy()
+    assert policy.checkpoint.is_file()
+    found = drive.find_export(policy.checkpoint, [RESULTS])
+    assert found is not None, f"no published export of {policy.checkpoint}"
+    record = records.load_record(found)
+    assert record.config["checkpoint_sha256"] == records.sha256_file(policy.checkpoint)
+    assert drive.export_folder(make=False) == found
+
+
+def test_find_export_matches_bytes_not_names(tmp_path):
+    root = tmp_path / "results"
+    published = RESULTS / "cpu_export_walker_resume_s42_model_550"
+    shutil.copytree(published, root / "cpu_export_copy")
+    checkpoint = RESULTS / "h200_walker_resume_s42" / "model_550.pt"
+    assert drive.find_export(checkpoint, [tmp_path / "none", root]) == root / "cpu_export_copy"
+    other = tmp_path / "model_550.pt"
+    other.write_bytes(checkpoint.read_bytes() + b"x")  # same name, other bytes
+    assert drive.find_export(other, [root]) is None
+
+
+def test_the_fallback_has_its_published_warp_gait_test():
+    checkpoint = RESULTS / drive.FALLBACK_CHECKPOINT
+    assert drive.warp_gait_record(checkpoint) == RESULTS / "h200_walker_gait_s42_model_550"
+    assert drive.warp_gait_record(RESULTS / "h200_walker_resume_s42" / "model_748.pt") is None
+    robots = drive.warp_robots(checkpoint)
+    assert len(robots) == 5 * 16 * len(gait.CASES)
+
+
+def _rows(case: str, mode: str, values: list[float], column: str, **extra) -> pd.DataFrame:
+    c = gait.CASE_BY_NAME[case]
+    return pd.DataFrame({"case": case, "mode": mode, "ang_vel_z": c.ang_vel_z, column: values,
+                         "heading_change_rad": extra.get("heading", 0.0)})  # fmt: skip
+
+
+def test_sim2sim_table_compares_like_with_like():
+    # A record from before the heading mode: no mode column, every yaw command held.
+    warp = pd.concat(
+        [
+            _rows("forward_0.15", "x", [0.8, 0.9, 1.0], "progress_ratio", heading=[0.1, -0.2, 0.3]),
+            _rows("turn_left_0.5", "x", [0.9, 1.1], "yaw_ratio"),
+        ]
+    ).drop(columns="mode")
+    plain = pd.concat(
+        [
+            _rows("forward_0.15", gait.OPEN_LOOP_MODE, [1.05], "progress_ratio", heading=0.05),
+            _rows("forward_0.15", gait.HEADING_MODE, [0.95], "progress_ratio", heading=0.01),
+            _rows("turn_left_0.5", gait.HEADING_MODE, [0.97], "yaw_ratio"),
+        ]
+    )
+    table = drive.sim2sim_table(plain, warp)
+    forward = table.loc["forward 0.15 m/s"]
+    assert forward["compared"] == "yaw rate held at 0"
+    assert (forward["Warp mean"], forward["Warp min"], forward["Warp max"]) == pytest.approx(
+        (0.9, 0.8, 1.0))  # fmt: skip
+    assert forward["plain MuJoCo"] == 1.05 and forward["plain MuJoCo, other mode"] == 0.95
+    assert forward["Warp median |Δheading| (rad)"] == pytest.approx(0.2)
+    turn = table.loc["turn in place +0.5 rad/s"]
+    assert turn["compared"] == "yaw rate commanded" and turn["Warp mean"] == pytest.approx(1.0)
+    assert list(table.index) == ["forward 0.15 m/s", "turn in place +0.5 rad/s"]
+    outside = drive.outside_warp(table)
+    assert list(outside.index) == ["forward 0.15 m/s"]
+    assert outside.loc["forward 0.15 m/s", "by"] == pytest.approx(0.05)
+    sentence = drive.difference_sentence(outside)
+    assert "in 1 case: forward 0.15 m/s (progress / command 1.05, 0.050 above the best" in sentence
+    assert "within the range" in drive.difference_sentence(outside.iloc[:0])
+
+
+def test_stall_sentence_names_case_and_delay():
+    sweep = pd.DataFrame(
+        {"measure": ["progress / command", "progress / command", "moved (m)"],
+         "0 (0 ms)": [0.01, 0.9, 0.0], "1 (5 ms)": [0.9, 0.9, 0.01], "2 (10 ms)": [0.1, 0.05, 0.0]},
+        index=["backward 0.2 m/s", "forward 0.4 m/s", "stand"])  # fmt: skip
+    assert drive.stall_sentence(sweep) == (
+        "Here the robot stalls (covers less than 0.2 of the command) in: backward 0.2 m/s with "
+        "0 and 2 physics steps of delay; forward 0.4 m/s with 2 physics steps of delay."
+    )
+    assert "no straight line stalls" in drive.stall_sentence(sweep[["measure", "1 (5 ms)"]])
+
+
+def test_heading_sentence_counts_and_names_the_worst_case():
+    table = pd.DataFrame(
+        {
+            "compared": ["yaw rate held at 0", "yaw rate held at 0", "yaw rate commanded"],
+            "Warp median |Δheading| (rad)": [0.2, 0.8, float("nan")],
+            "plain |Δheading| (rad)": [0.05, 0.5, float("nan")],
+        },
+        index=["forward 0.15 m/s", "sideways left 0.15 m/s", "turn in place +0.5 rad/s"],
+    )
+    assert drive.heading_sentence(table) == (
+        "it turns less than the median Warp robot in 2 of 2 cases without a yaw command, at "
+        "most 0.50 rad in 10 s (sideways left 0.15 m/s, where the median Warp robot turns "
+        "0.80 rad)"
+    )
+    assert "no case" in drive.heading_sentence(table.iloc[2:])
+
+
+def test_warp_mode_sentence_follows_the_record():
+    old = pd.DataFrame({"case": ["stand"], "ang_vel_z": [0.0]})
+    assert "held the yaw-rate command at 0" in drive.warp_mode_sentence(old)
+    assert "ran both modes" in drive.warp_mode_sentence(old.assign(mode="heading"))
+    assert "no published MuJoCo Warp gait test" in drive.warp_mode_sentence(old.iloc[:0])
+
+
+@pytest.mark.slow
+def test_write_drive_files_labels_what_the_page_drives(tmp_path):
+    folder = drive.write_drive_files(tmp_path)
+    about = json.loads((tmp_path / drive.ABOUT_FILENAME).read_text())
+    assert about["label"] == drive.book_policy().label
+    assert about["export_run"] == records.load_record(folder).run_id
+    for name in drive.EXPORT_FILES:
+        assert (tmp_path / name).read_bytes() == (folder / name).read_bytes()

@@ -1,0 +1,191 @@
+"""The drive page (book/drive/, built to _build/html/drive/) in headless Chromium.
+
+With a fixed command from the URL (0.15 m/s forward, heading held), the page must:
+
+* follow the Python plain-MuJoCo rollout of the same export (``jobs/plain_mujoco.py``): its
+  first 2 s of trunk path within 1 cm;
+* progress at least 0.8 x the command over 10 s (the gait test's mean-progress threshold; this
+  depends on the policy the book publishes walking, and runs on whichever it is);
+* keep real time on this machine: simulated seconds >= wall seconds at every frame, no time
+  dropped; the times and the real-time factor (simulated seconds per second of stepping and
+  inference) are recorded as test properties and printed;
+* log no console error and fetch nothing from outside the book.
+
+Without a fixed command, the arrow keys and the hold-heading switch steer the robot; the page
+also runs opened from disk (file://), and the front page links to it. Needs Chromium (see
+test_book_browser.py, whose fixtures this module shares) and a built book.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import urllib.request
+
+import numpy as np
+import pytest
+from test_book_browser import (  # noqa: F401  (pytest fixtures, shared with the book's tests)
+    HTML,
+    _skip_or_fail,
+    book_server,
+    driver,
+    foreign_requests,
+    severe_console_errors,
+)
+
+from mjlab_microduck.analysis import gait
+from mjlab_microduck.jobs import plain_mujoco as pm
+
+pytestmark = pytest.mark.slow
+
+DRIVE = HTML / "drive"
+COMMAND = gait.CASE_BY_NAME["forward_0.15"]
+MATCH_S, MATCH_M = 2.0, 0.01
+RUN_S = 10.0
+STATE_JS = """
+const s = window.drive;
+return {simSeconds: s.simSeconds, wallSeconds: s.wallSeconds, computeSeconds: s.computeSeconds,
+        droppedSeconds: s.droppedSeconds, minLeadSeconds: s.minLeadSeconds, resets: s.resets,
+        log: s.log, label: s.about.label, readout: document.getElementById('cmd-vx').textContent,
+        measured: document.getElementById('meas-vx').textContent};
+"""
+
+
+def _wait(drv, script: str, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not drv.execute_script(script):
+        status = drv.execute_script("return document.getElementById('status')?.textContent")
+        assert time.monotonic() < deadline, f"{what} after {timeout_s:g} s (status: {status!r})"
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def fixed_run(driver, book_server):  # noqa: F811
+    """The page under the fixed command, run for a little more than RUN_S simulated seconds."""
+    if not (DRIVE / "index.html").is_file():
+        _skip_or_fail("the drive page is not built: run `make book` (it runs `make drive`)")
+    driver.get_log("browser")
+    query = f"vx={COMMAND.lin_vel_x}&vy={COMMAND.lin_vel_y}&wz={COMMAND.ang_vel_z}&hold=1"
+    driver.get(f"{book_server}/drive/index.html?{query}")
+    _wait(driver, "return !!(window.drive && window.drive.ready)", 60, "the page did not start")
+    _wait(driver, f"return window.drive.simSeconds >= {RUN_S + 0.2}", 3 * RUN_S + 30,
+          f"the page did not reach {RUN_S:g} simulated seconds")  # fmt: skip
+    state = driver.execute_script(STATE_JS)
+    state["console"] = severe_console_errors(driver)
+    state["foreign"] = foreign_requests(driver, book_server)
+    return state
+
+
+def _page_path(state) -> np.ndarray:
+    """(x, y, z, heading) after every control step; row 0 is the reset state."""
+    log = state["log"]
+    assert log[0].get("reset"), "the log starts with the reset state"
+    steps = round(RUN_S / 0.02)
+    rows = log[: steps + 1]
+    assert not any(r.get("reset") for r in rows[1:]), "the robot fell and was reset"
+    return np.array([[r["x"], r["y"], r["z"], r["heading"]] for r in rows])
+
+
+def test_first_2_s_match_the_python_rollout(fixed_run, record_property):
+    page = _page_path(fixed_run)
+    robot = pm.PlainMujocoRobot(DRIVE / "export")  # the files the page loaded
+    robot.reset(0.0, pm.case_command(COMMAND, gait.HEADING_MODE))
+    steps = round(MATCH_S / robot.dt)
+    python = [robot.data.xpos[robot.root_body].copy()]
+    for _ in range(steps):
+        robot.step()
+        python.append(robot.data.xpos[robot.root_body].copy())
+    gap = np.linalg.norm(page[: steps + 1, :3] - np.array(python), axis=1)
+    record_property("drive_page_max_trunk_gap_2s_m", float(gap.max()))
+    print(f"drive page vs plain MuJoCo, first {MATCH_S:g} s: max trunk gap {gap.max():.2e} m")
+    assert gap.max() < MATCH_M
+
+
+def test_walks_at_least_0_8_of_the_command_with_heading_held(fixed_run, record_property):
+    page = _page_path(fixed_run)
+    heading0 = page[0, 3]
+    dx, dy = page[-1, 0] - page[0, 0], page[-1, 1] - page[0, 1]
+    progress = dx * math.cos(heading0) + dy * math.sin(heading0)
+    ratio = progress / (COMMAND.lin_vel_x * RUN_S)
+    record_property("drive_page_progress_ratio_10s", ratio)
+    print(f"drive page: {progress:.3f} m in {RUN_S:g} s = {ratio:.2f} x the command")
+    assert ratio >= gait.MIN_PROGRESS_RATIO_MEAN, (
+        f"{fixed_run['label']}: {ratio:.2f} x the command in {RUN_S:g} s"
+    )
+    assert float(fixed_run["readout"]) == pytest.approx(COMMAND.lin_vel_x)
+    assert math.isfinite(float(fixed_run["measured"]))
+
+
+def test_keeps_real_time(fixed_run, record_property):
+    s = fixed_run
+    rtf = s["simSeconds"] / s["computeSeconds"]
+    for key in ("simSeconds", "wallSeconds", "computeSeconds", "droppedSeconds"):
+        record_property(f"drive_page_{key}", s[key])
+    record_property("drive_page_real_time_factor", rtf)
+    print(f"drive page: {s['simSeconds']:.2f} s simulated in {s['wallSeconds']:.2f} s of wall "
+          f"time, {s['computeSeconds']:.2f} s of it stepping and inference "
+          f"(x{rtf:.1f})")  # fmt: skip
+    assert s["simSeconds"] >= s["wallSeconds"]
+    assert s["minLeadSeconds"] >= 0.0, "at some frame the simulation lagged the clock"
+    assert s["droppedSeconds"] == 0.0
+    assert rtf > 1.0
+
+
+def test_no_console_error_and_nothing_remote(fixed_run):
+    assert fixed_run["console"] == []
+    assert fixed_run["foreign"] == []
+
+
+def test_arrow_keys_and_hold_heading_steer(driver, book_server):  # noqa: F811
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    if not (DRIVE / "index.html").is_file():
+        _skip_or_fail("the drive page is not built: run `make book` (it runs `make drive`)")
+    driver.get_log("browser")
+    driver.get(f"{book_server}/drive/index.html")
+    _wait(driver, "return !!(window.drive && window.drive.ready)", 60, "the page did not start")
+    ranges = driver.execute_script("return window.drive.spec.command.ranges")
+    command = "return Object.assign({}, window.drive.robot.command)"
+    keys = ActionChains(driver)
+    keys.key_down(Keys.ARROW_UP).pause(0.5).perform()
+    assert driver.execute_script(command)["vx"] == pytest.approx(
+        0.75 * ranges["lin_vel_x"][1], abs=0.01
+    )
+    keys.key_up(Keys.ARROW_UP).key_down(Keys.SHIFT).key_down(Keys.ARROW_LEFT).pause(0.5).perform()
+    now = driver.execute_script(command)
+    assert now["vx"] == 0 and now["vy"] == pytest.approx(0.75 * ranges["lin_vel_y"][1], abs=0.01)
+    keys.key_up(Keys.ARROW_LEFT).key_up(Keys.SHIFT).perform()
+    driver.find_element(By.ID, "hold").click()
+    time.sleep(0.5)
+    held = driver.execute_script(command)
+    assert held["holdHeading"] is True and held["vy"] == 0
+    heading = driver.execute_script("return window.drive.robot.heading()")
+    assert held["targetHeading"] == pytest.approx(heading, abs=0.2)
+    assert severe_console_errors(driver) == []
+
+
+def test_works_opened_from_disk(driver):  # noqa: F811
+    """The book is also read straight from _build/html (file://), where a browser refuses ES
+    modules and fetch(): the page must start and walk there too."""
+    if not (DRIVE / "index.html").is_file():
+        _skip_or_fail("the drive page is not built: run `make book` (it runs `make drive`)")
+    driver.get_log("browser")
+    driver.get((DRIVE / "index.html").as_uri() + "?vx=0.15&vy=0&wz=0&hold=1")
+    _wait(driver, "return !!(window.drive && window.drive.ready)", 60, "the page did not start")
+    _wait(driver, "return window.drive.simSeconds >= 3", 60, "the page did not run 3 s")
+    last = driver.execute_script("return window.drive.log[window.drive.log.length - 1]")
+    assert last["x"] > 0.2  # about 3 s at 0.15 m/s: it walks
+    assert severe_console_errors(driver) == []
+
+
+def test_front_page_links_the_drive_page(driver, book_server):  # noqa: F811
+    from selenium.webdriver.common.by import By
+
+    driver.get(f"{book_server}/book/intro.html")
+    links = [a.get_attribute("href") for a in driver.find_elements(By.CSS_SELECTOR, "a")]
+    drive = [h for h in links if h and h.endswith("/drive/index.html")]
+    assert drive, "the front page has no link to the drive page"
+    with urllib.request.urlopen(drive[0], timeout=10) as response:
+        assert response.status == 200 and b"Drive the MicroDuck" in response.read()
