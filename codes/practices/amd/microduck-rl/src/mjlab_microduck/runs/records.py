@@ -63,6 +63,7 @@ RunKind = Literal[
     "experiment",
     "gait_test",
     "book_build",
+    "ci_run",
 ]
 RunStatus = Literal["ok", "failed", "running"]
 Backend = Literal["cpu", "cuda", "hip"]
