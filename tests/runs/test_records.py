@@ -413,7 +413,7 @@ def test_published_schema_matches_the_model():
     assert schema["additionalProperties"] is False
     assert set(schema["properties"]["kind"]["enum"]) == {
         "train", "replay", "bench", "probe", "contact_check", "doctor", "experiment",
-        "gait_test", "book_build"}
+        "gait_test", "book_build", "ci_run"}
 
 
 def test_cli_validate_and_verify(tmp_path, capsys):

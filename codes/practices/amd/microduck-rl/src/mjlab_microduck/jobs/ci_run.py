@@ -55,7 +55,8 @@ STAGE_RE = re.compile(r"^\[stage\] (?P<name>[\w-]+) (?P<edge>begin|end) (?P<t>\d
 # myst-nb's log lines in the HTML build: a notebook executed there, or found in the cache.
 EXECUTED_RE = re.compile(r": Executing notebook using ")
 CACHED_RE = re.compile(r": Using cached notebook: ")
-SHOWN_RE = re.compile(r"^(\[stage\] |execute: |=+ .*(passed|failed|error).* =+$)")
+# What is shown of a run (without verbose): the stage lines, execute-book's, pytest's last.
+SHOWN_RE = re.compile(r"^(\[stage\] |execute: )|\b\d+ (passed|failed|errors?)\b.* in [\d.]+s")
 
 
 class CiRunError(ValueError):
