@@ -21,7 +21,8 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?>
  tests="7" time="61.5" timestamp="2026-12-01T20:00:00" hostname="vm">
 <testcase classname="tests.jobs.test_a" name="test_fast" time="0.012"/>
 <testcase classname="tests.jobs.test_a" name="test_slow[x]" time="40.25"/>
-<testcase classname="tests.book.test_b" name="test_mid" time="12.5"><failure message="no"/></testcase>
+<testcase classname="tests.book.test_b" name="test_mid" time="12.5"><failure message="no"/>
+</testcase>
 <testcase classname="tests.book.test_b" name="test_skip" time="0.001"><skipped/></testcase>
 <testcase classname="tests.book.test_b" name="test_skip2" time="0.001"><skipped/></testcase>
 <testcase classname="tests.book.test_b" name="test_err" time="3.0"><error message="e"/></testcase>
@@ -31,13 +32,14 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 
 # What the fake repository's .ci/run runs: a pytest session of three tests (one sleeps, one
 # is skipped) and, as the book build would, an execution cache of its two chapters.
-FILL_CACHE = '''
+FILL_CACHE = """
 import sys
 import nbformat as nbf
 from jupyter_cache import get_cache
 from jupyter_cache.base import CacheBundleIn
 
-BANNER = "profile=ci | backend=cpu | device=Test CPU | date=2026-12-01 10:00 UTC | commit=abc1234\\n"
+BANNER = ("profile=ci | backend=cpu | device=Test CPU | date=2026-12-01 10:00 UTC | "
+          "commit=abc1234\\n")
 cache = get_cache("_build/.jupyter_cache")
 for name, seconds in (("01_first", 12.5), ("02_second", 3.25)):
     path = f"notebooks/{name}.md"
@@ -50,7 +52,7 @@ for name, seconds in (("01_first", 12.5), ("02_second", 3.25)):
     cache.cache_notebook_bundle(CacheBundleIn(nb, os.path.abspath(path),
         data={"execution_seconds": seconds, "execution_jobs": 2}),
         check_validity=False, overwrite=True)
-'''
+"""
 TESTS = """
 import time
 import pytest
@@ -135,15 +137,24 @@ def test_stages_are_read_from_the_makefiles_lines():
              "[stage] html begin 40.0", "[stage] html end 41.0"]  # fmt: skip
     stages = ci_run.parse_stages(lines)
     assert [(s.name, s.began, s.seconds) for s in stages] == [
-        ("venv", 10.0, 5.25), ("execute", 20.0, None), ("html", 30.0, 1.5), ("html", 40.0, 1.0)]
+        ("venv", 10.0, 5.25),
+        ("execute", 20.0, None),
+        ("html", 30.0, 1.5),
+        ("html", 40.0, 1.0),
+    ]
     assert ci_run.stage_seconds(stages) == {"venv": 5.25, "html": 2.5}
 
 
 def test_junit_counts_and_the_slowest_tests(tmp_path):
     (tmp_path / "j.xml").write_text(JUNIT)
     junit = ci_run.read_junit(tmp_path / "j.xml", slowest=3)
-    assert (junit.tests, junit.failures, junit.errors, junit.skipped, junit.passed) == (7, 1, 1,
-                                                                                        2, 3)
+    assert (junit.tests, junit.failures, junit.errors, junit.skipped, junit.passed) == (
+        7,
+        1,
+        1,
+        2,
+        3,
+    )
     assert junit.seconds == 61.5
     assert [(t.test, t.seconds) for t in junit.slowest] == [
         ("tests.jobs.test_a::test_slow[x]", 40.25), ("tests.book.test_b::test_mid", 12.5),
@@ -216,7 +227,11 @@ def test_the_logs_and_junit_files_are_artifacts_and_the_clone_is_gone(recorded):
     base, _, record, lines = recorded
     where = base / "cpu_ci_run"
     assert {a.path: a.kind for a in record.artifacts} == {
-        "ci.log": "log", "junit.xml": "junit", "warm.log": "log", "warm_junit.xml": "junit"}
+        "ci.log": "log",
+        "junit.xml": "junit",
+        "warm.log": "log",
+        "warm_junit.xml": "junit",
+    }
     records.verify_artifacts(record, where)
     log = (where / "ci.log").read_text()
     assert "CI=true PYTHONPATH=unset" in log  # the caller's PYTHONPATH does not leak in
