@@ -35,12 +35,8 @@ def _write(root: Path, name: str, *, kind: str = "train", wall: float | None = 1
         status=status,
         error="boom" if status == "failed" else None,
         provenance=records.Provenance(
-            backend=backend,
-            device_name=device,
-            hostname="host",
-            date="2026-11-30T00:00:00+00:00",
-            profile=profile,
-            git_commit="abc1234def",
+            backend=backend, device_name=device, hostname="host",
+            date="2026-11-30T00:00:00+00:00", profile=profile, git_commit="abc1234def",
             machine_label=machine_label,
         ),  # fmt: skip
         started_at="2026-11-30T00:00:00+00:00",
@@ -63,14 +59,10 @@ def _ci(root: Path, seconds: dict[str, float], cores: int = 2, **kwargs) -> None
 
 SMOKE = ct.Chapter("notebooks/03_smoke", "smoke {smoke}",
                    (ct.GpuWork("smoke", ("gpu_a", "gpu_b")),))  # fmt: skip
-REPLAYS = ct.Chapter(
-    "notebooks/06_replays",
-    "replays",
-    (ct.GpuWork("replays", ("gpu_replay_*",)), ct.GpuWork("the sweep")),
-)
-RECIPE = ct.Chapter(
-    "notebooks/04_recipe", "recipe", (ct.GpuWork("stage", ("gpu_stage",), before_build=True),)
-)
+REPLAYS = ct.Chapter("notebooks/06_replays", "replays",
+                     (ct.GpuWork("replays", ("gpu_replay_*",)), ct.GpuWork("the sweep")))
+RECIPE = ct.Chapter("notebooks/04_recipe", "recipe",
+                    (ct.GpuWork("stage", ("gpu_stage",), before_build=True),))
 CPU_ONLY = ct.Chapter("notebooks/02_cpu", "cpu only")
 UNTIMED = ct.Chapter("notebooks/09_bench", "bench", (ct.GpuWork("the quick benchmark"),))
 
@@ -173,26 +165,14 @@ def test_the_table_shows_values_computed_from_the_records(root):
     assert list(frame.columns) == ["chapter", "what it runs", "ci on 2-core CPU", "ci budget",
                                    "full on one NVIDIA H200", "source records"]  # fmt: skip
     rows = frame.set_index("chapter")
-    assert list(rows.index) == [
-        "2 {doc}`/notebooks/02_cpu`",
-        "3 {doc}`/notebooks/03_smoke`",
-        "4 {doc}`/notebooks/04_recipe`",
-        "6 {doc}`/notebooks/06_replays`",
-    ]
+    assert list(rows.index) == ["2 {doc}`/notebooks/02_cpu`", "3 {doc}`/notebooks/03_smoke`",
+                                "4 {doc}`/notebooks/04_recipe`", "6 {doc}`/notebooks/06_replays`"]
     assert list(rows["ci on 2-core CPU"]) == [
-        ct.duration_text(35.0),
-        ct.duration_text(41.05),
-        "not recorded",
-        ct.duration_text(250.5),
-    ]
+        ct.duration_text(35.0), ct.duration_text(41.05), "not recorded", ct.duration_text(250.5)]
     assert list(rows["ci on 2-core CPU"]) == ["35 s", "41 s", "not recorded", "4.2 min"]
     assert list(rows["ci budget"]) == ["none"] * 4  # the fixture chapters have no budget
     assert list(rows["full on one NVIDIA H200"]) == [
-        "no GPU run",
-        "64 s",
-        f"7.9 min {ct.BEFORE_BUILD}",
-        "at least 19 s",
-    ]
+        "no GPU run", "64 s", f"7.9 min {ct.BEFORE_BUILD}", "at least 19 s"]
     sizes = profiles.FULL.smoke_sizes
     assert rows.loc["3 {doc}`/notebooks/03_smoke`", "what it runs"] == (
         "smoke " + " and ".join(str(e) for e, _ in sizes)
@@ -232,11 +212,7 @@ def test_markdown_table_is_a_pipe_table_with_escaped_cells():
 
     frame = pd.DataFrame([{"a": "x | y", "b": "two\nlines"}, {"a": 1, "b": 2.5}])
     assert ct.markdown_table(frame).splitlines() == [
-        "| a | b |",
-        "|---|---|",
-        "| x \\| y | two lines |",
-        "| 1 | 2.5 |",
-    ]
+        "| a | b |", "|---|---|", "| x \\| y | two lines |", "| 1 | 2.5 |"]
 
 
 def test_the_seconds_prefix_is_the_one_the_build_record_writes():
@@ -291,14 +267,10 @@ def test_chapters_4_and_5_time_the_recipe_stages_they_read():
     assert resume.runs == (results.RECIPE_RUN_1500,) and resume.before_build
     full = profiles.FULL
     one, two = _published(results.RECIPE_RUN_500), _published(results.RECIPE_RUN_1500)
-    assert (one.config["num_envs"], one.config["iterations"]) == (
-        full.main_envs,
-        full.main_iterations,
-    )
-    assert (two.config["num_envs"], two.config["iterations"]) == (
-        full.main_envs,
-        full.resume_iterations,
-    )
+    assert (one.config["num_envs"], one.config["iterations"]) == (full.main_envs,
+                                                                  full.main_iterations)
+    assert (two.config["num_envs"], two.config["iterations"]) == (full.main_envs,
+                                                                  full.resume_iterations)
 
 
 def test_chapter_6_times_the_gait_test_and_the_replays_it_makes():
