@@ -12,7 +12,7 @@ from mjlab_microduck.cli import COMMANDS, main
 
 SRC = Path(__file__).resolve().parents[2] / "codes" / "practices" / "amd" / "microduck-rl" / "src"
 EXPECTED = {"train", "replay", "gait-test", "gait-watch", "recipe", "bench", "doctor",
-            "contact-check", "probe", "records"}  # fmt: skip
+            "contact-check", "probe", "execute-book", "records"}  # fmt: skip
 
 
 def _microduck(*args: str) -> subprocess.CompletedProcess:
