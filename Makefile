@@ -35,8 +35,12 @@ BOOK_SOURCES := _config.yml _toc.yml $(wildcard book/*.md book/_extra/*) $(wildc
 # Run tools from the chosen environment: its bin/ first on PATH so the notebook kernel
 # ("python3", resolved by jupyter_client) is this environment's Python, and no tracker
 # tries to reach the network.
+# MICRODUCK_REPLAY_MEMO: a video-less replay the chapters computed is served to the tests that
+# make the identical replay (mjlab_microduck.jobs.replay_memo); it goes with the execution cache.
+REPLAY_MEMO := _build/.replay_memo
 RUN := env PATH="$(VENV_ABS)/bin:$$PATH" WANDB_MODE="$${WANDB_MODE:-offline}" \
-	MJLAB_WARP_QUIET="$${MJLAB_WARP_QUIET:-1}"
+	MJLAB_WARP_QUIET="$${MJLAB_WARP_QUIET:-1}" \
+	MICRODUCK_REPLAY_MEMO="$${MICRODUCK_REPLAY_MEMO-$(abspath $(REPLAY_MEMO))}"
 
 # Every stage prints a line when it begins and one when it ends, with the time in epoch
 # seconds ("[stage] venv begin 1764620000.12"), so that any log of a build says where its time
@@ -115,7 +119,7 @@ define build_book
 	        || [ ! -d book/_extra/media ]; }; then \
 	  echo "book: package, results, requirements or generated videos changed since the last" \
 	       "execution; re-executing every chapter"; \
-	  rm -rf _build/.jupyter_cache _build/.doctrees _build/jupyter_execute; \
+	  rm -rf _build/.jupyter_cache _build/.doctrees _build/jupyter_execute $(REPLAY_MEMO); \
 	fi; \
 	$(call STAGE,execute,begin); \
 	$(RUN) $(VENV)/bin/microduck execute-book --jobs $(BOOK_JOBS); \
@@ -155,7 +159,7 @@ results: venv system-deps
 # `make book` executes every chapter again and the front page shows the new times.
 CI_TIMES_RECORD := book/results/cpu_ci_book_build
 chapter-times: venv system-deps
-	rm -rf _build/.jupyter_cache _build/.doctrees _build/jupyter_execute
+	rm -rf _build/.jupyter_cache _build/.doctrees _build/jupyter_execute $(REPLAY_MEMO)
 	@export MICRODUCK_PROFILE=ci; $(build_book)
 	rm -rf $(CI_TIMES_RECORD).new
 	$(RUN) $(VENV)/bin/microduck records chapter-times $(CI_TIMES_RECORD).new

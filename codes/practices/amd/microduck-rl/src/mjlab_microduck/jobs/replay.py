@@ -503,7 +503,22 @@ def replay_env(request: ReplayRequest) -> Iterator[tuple]:
 
 
 def simulate(request: ReplayRequest, progress: bool = True):
-    """Run the replay; returns (trajectory frame, rgb frames, control dt)."""
+    """Run the replay; returns (trajectory frame, rgb frames, control dt).
+
+    A replay without video whose identical request already ran in this build is read back
+    from the replay memo instead (:mod:`mjlab_microduck.jobs.replay_memo`, only when
+    ``MICRODUCK_REPLAY_MEMO`` names its folder, as ``make`` does)."""
+    from mjlab_microduck.jobs import replay_memo
+
+    kept = replay_memo.load(request)
+    if kept is not None:
+        return kept[0], [], kept[1]
+    trajectory, images, dt = _simulate(request, progress)
+    replay_memo.store(request, trajectory, dt)
+    return trajectory, images, dt
+
+
+def _simulate(request: ReplayRequest, progress: bool):
     import torch
     from tqdm.auto import tqdm
 
