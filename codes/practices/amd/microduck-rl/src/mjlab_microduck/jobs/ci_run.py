@@ -22,8 +22,9 @@ recorded under ``warm.``. The record (kind ``ci_run``) and its artifacts (the lo
 files) are written into ``<out>.partial``, which is renamed to ``out`` last; the clone is
 removed unless ``keep``.
 
-No-op cases: importing does nothing; :func:`parse_stages` and :func:`read_junit` read only
-what they are given.
+Reading the log and the JUnit file is :mod:`mjlab_microduck.jobs.ci_log`'s.
+
+No-op cases: importing does nothing.
 """
 
 from __future__ import annotations
@@ -36,25 +37,29 @@ import subprocess
 import tempfile
 import threading
 import time
-import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from tyro.conf import Positional
 
+from mjlab_microduck.jobs.ci_log import (  # noqa: F401  (the run's parts, named here too)
+    INSTALL_STAGES,
+    STAGES,
+    Junit,
+    Pass,
+    Stage,
+    TestTime,
+    parse_stages,
+    pass_summary,
+    read_junit,
+    stage_seconds,
+)
 from mjlab_microduck.runs import names, records
 
 KIND = "ci_run"
 COMMAND = ("bash", ".ci/run")
-STAGES = ("venv", "system-deps", "execute", "html", "test")
-INSTALL_STAGES = ("venv", "system-deps")
-SLOWEST = 10
 LOAD_EVERY_S = 10.0
-STAGE_RE = re.compile(r"^\[stage\] (?P<name>[\w-]+) (?P<edge>begin|end) (?P<t>\d+(?:\.\d+)?)\s*$")
-# myst-nb's log lines in the HTML build: a notebook executed there, or found in the cache.
-EXECUTED_RE = re.compile(r": Executing notebook using ")
-CACHED_RE = re.compile(r": Using cached notebook: ")
 # What is shown of a run (without verbose): the stage lines, execute-book's, pytest's last.
 SHOWN_RE = re.compile(r"^(\[stage\] |execute: )|\b\d+ (passed|failed|errors?)\b.* in [\d.]+s")
 
@@ -79,104 +84,6 @@ class CiRunRequest:
     """keep the clone afterwards (it holds a full environment: several GB)"""
     verbose: bool = False
     """print every line of the run (default: the stage lines, execute-book's, pytest's last)"""
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One stage of a run: its name, when it began (epoch s) and how long it took."""
-
-    name: str
-    began: float
-    seconds: float | None  # None: it began and never ended (the run failed in it)
-
-
-@dataclass(frozen=True)
-class TestTime:
-    """One test of a JUnit file: ``classname::name`` and its seconds."""
-
-    test: str
-    seconds: float
-
-
-@dataclass(frozen=True)
-class Junit:
-    """A JUnit file's counts, total seconds and tests by time (slowest first)."""
-
-    tests: int
-    failures: int
-    errors: int
-    skipped: int
-    seconds: float
-    slowest: tuple[TestTime, ...]
-
-    @property
-    def passed(self) -> int:
-        return self.tests - self.failures - self.errors - self.skipped
-
-
-@dataclass
-class Pass:
-    """One ``bash .ci/run``: exit status, wall time, the log's lines and what they tell."""
-
-    returncode: int
-    wall_seconds: float
-    lines: list[str]
-    stages: list[Stage]
-    junit: Junit | None
-    loads: list[float] = field(default_factory=list)
-
-    @property
-    def executed_in_html(self) -> int:
-        return sum(1 for line in self.lines if EXECUTED_RE.search(line))
-
-    @property
-    def cached_in_html(self) -> int:
-        return sum(1 for line in self.lines if CACHED_RE.search(line))
-
-
-# --------------------------------------------------------------------------- reading a run
-
-
-def parse_stages(lines: Iterable[str]) -> list[Stage]:
-    """The stages of a log, in the order they began; an ``end`` without a ``begin`` is ignored,
-    a ``begin`` without an ``end`` has no seconds. A stage that ran twice appears twice."""
-    stages: list[Stage] = []
-    open_: dict[str, int] = {}
-    for line in lines:
-        match = STAGE_RE.match(line.strip())
-        if match is None:
-            continue
-        name, edge, t = match["name"], match["edge"], float(match["t"])
-        if edge == "begin":
-            open_[name] = len(stages)
-            stages.append(Stage(name, t, None))
-        elif name in open_:
-            i = open_.pop(name)
-            stages[i] = Stage(name, stages[i].began, round(t - stages[i].began, 3))
-    return stages
-
-
-def stage_seconds(stages: Sequence[Stage]) -> dict[str, float]:
-    """Seconds per stage name (a stage that ran more than once: the sum); unfinished ones out."""
-    out: dict[str, float] = {}
-    for stage in stages:
-        if stage.seconds is not None:
-            out[stage.name] = round(out.get(stage.name, 0.0) + stage.seconds, 3)
-    return out
-
-
-def read_junit(path: Path, slowest: int = SLOWEST) -> Junit:
-    """Counts and the ``slowest`` tests of a pytest JUnit XML file (one or more suites)."""
-    root = ET.parse(path).getroot()
-    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
-    counts = {k: sum(int(s.get(k, 0)) for s in suites)
-              for k in ("tests", "failures", "errors", "skipped")}  # fmt: skip
-    seconds = sum(float(s.get("time", 0.0)) for s in suites)
-    times = [TestTime(f"{c.get('classname', '')}::{c.get('name', '')}",
-                      float(c.get("time", 0.0)))
-             for s in suites for c in s.iter("testcase")]  # fmt: skip
-    times.sort(key=lambda t: (-t.seconds, t.test))
-    return Junit(seconds=round(seconds, 3), slowest=tuple(times[:slowest]), **counts)
 
 
 # --------------------------------------------------------------------------- running
@@ -292,32 +199,6 @@ def chapter_runs(clone_dir: Path) -> tuple[list, str | None]:
         return book_build.read_build(clone_dir / "_build" / ".jupyter_cache", chapters), None
     except book_build.BuildRecordError as err:
         return [], f"no chapter times: {err}"
-
-
-def pass_summary(ran: Pass, prefix: str = "") -> dict[str, float | int | str | None]:
-    """The summary entries of one pass (``prefix`` ``warm.`` for the second one)."""
-    stages = stage_seconds(ran.stages)
-    out: dict[str, float | int | str | None] = {"ci_seconds": ran.wall_seconds,
-                                                "returncode": ran.returncode}  # fmt: skip
-    for name in STAGES:
-        if name in stages:
-            out[f"stage.{name}"] = stages[name]
-    out["install_seconds"] = round(sum(stages.get(n, 0.0) for n in INSTALL_STAGES), 3)
-    out["html.executed_notebooks"] = ran.executed_in_html
-    out["html.cached_notebooks"] = ran.cached_in_html
-    if ran.junit is not None:
-        j = ran.junit
-        out.update({"tests.passed": j.passed, "tests.failed": j.failures,
-                    "tests.errors": j.errors, "tests.skipped": j.skipped,
-                    "tests.seconds": j.seconds})  # fmt: skip
-        for i, t in enumerate(j.slowest, start=1):
-            out[f"slowest.{i:02d}"] = t.test
-            out[f"slowest.{i:02d}.seconds"] = round(t.seconds, 2)
-    if ran.loads:
-        out["load.first"] = ran.loads[0]
-        out["load.max"] = max(ran.loads)
-        out["load.mean"] = round(sum(ran.loads) / len(ran.loads), 2)
-    return {f"{prefix}{k}": v for k, v in out.items()}
 
 
 def _failure(ran: Pass) -> str | None:
