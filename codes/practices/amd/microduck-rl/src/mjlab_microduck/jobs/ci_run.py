@@ -17,8 +17,9 @@ part of it, and the record says when there were some), runs ``bash .ci/run`` the
 * the 1-minute load average, sampled every 10 s: a busy machine shows in the record.
 
 Nothing outside the clone reads ``../shared``, so none is laid beside it. With ``warm`` a second
-``bash .ci/run`` follows in the same clone (environment, execution cache and HTML warm) and is
-recorded under ``warm.``. The record (kind ``ci_run``) and its artifacts (the logs, the JUnit
+``bash .ci/run`` follows in the same clone (environment, execution cache and HTML warm; also
+when the first one's tests failed, not when it stopped before them) and is recorded under
+``warm.``. The record (kind ``ci_run``) and its artifacts (the logs, the JUnit
 files) are written into ``<out>.partial``, which is renamed to ``out`` last; the clone is
 removed unless ``keep``.
 
@@ -291,7 +292,9 @@ def run(request: CiRunRequest, show: Callable[[str], None] = print) -> records.R
         cold = run_pass(clone_dir, staging / "ci.log", staging / "junit.xml", show,
                         request.verbose)  # fmt: skip
         show(f"ci-run: cold run {cold.wall_seconds:.0f} s, exit {cold.returncode}")
-        if request.warm and cold.returncode == 0:
+        # The warm pass also after failing tests (the build is then warm all the same); not
+        # after a run that stopped before its test stage.
+        if request.warm and any(st.name == "test" for st in cold.stages):
             warm = run_pass(clone_dir, staging / "warm.log", staging / "warm_junit.xml", show,
                             request.verbose)  # fmt: skip
             show(f"ci-run: warm run {warm.wall_seconds:.0f} s, exit {warm.returncode}")
