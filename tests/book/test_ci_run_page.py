@@ -67,6 +67,17 @@ def test_a_run_over_its_target_says_by_how_much(tmp_path):
     assert frame["target"].iloc[-1] == "15.0 min: over by 1.7 min"
 
 
+def test_a_stage_the_run_stopped_in_says_so(tmp_path):
+    cold = _pass({"execute": 300.0}, wall=700.0)
+    cold.lines.append("[stage] test begin 1300.0")
+    cold.stages = job.parse_stages(cold.lines)
+    cold.ended = 1580.5
+    record = job.build_record("r", cold, None, [], "abc", "2026-12-01T19:45:00+00:00", [],
+                              cores=2)  # fmt: skip
+    rows = page.stage_table(record).set_index("stage")
+    assert rows.loc["test suite (`pytest`)", "time"] == "4.7 min (the run stopped in it)"
+
+
 def test_the_chapter_table_puts_each_time_against_its_budget(published):
     frame = page.chapter_table(page.ci_run(published)).set_index("chapter")
     assert len(frame) == len(budgets.BUDGETS_S)

@@ -145,6 +145,19 @@ def test_stages_are_read_from_the_makefiles_lines():
     assert ci_run.stage_seconds(stages) == {"venv": 5.25, "html": 2.5}
 
 
+def test_a_stage_the_run_stopped_in_lasts_until_the_run_ended():
+    lines = ["[stage] execute begin 100.0", "[stage] execute end 400.0",
+             "[stage] test begin 400.0", "5 failed, 1058 passed in 280.0s"]  # fmt: skip
+    ran = ci_run.Pass(returncode=2, wall_seconds=700.0, lines=lines,
+                      stages=ci_run.parse_stages(lines), junit=None, ended=682.5)  # fmt: skip
+    summary = ci_run.pass_summary(ran)
+    assert (summary["stage.execute"], summary["stage.test"]) == (300.0, 282.5)
+    assert summary["stage.test.unfinished"] is True and "stage.execute.unfinished" not in summary
+    unknown_end = ci_run.Pass(returncode=2, wall_seconds=700.0, lines=lines,
+                              stages=ci_run.parse_stages(lines), junit=None)  # fmt: skip
+    assert "stage.test" not in ci_run.pass_summary(unknown_end)
+
+
 def test_junit_counts_and_the_slowest_tests(tmp_path):
     (tmp_path / "j.xml").write_text(JUNIT)
     junit = ci_run.read_junit(tmp_path / "j.xml", slowest=3)
@@ -251,6 +264,7 @@ def test_a_failing_run_leaves_a_failed_record_naming_its_stage(tmp_path, capsys)
     record = records.load_record(out)
     assert record.status == "failed"
     assert record.error == "bash .ci/run exited 3 in stage test; last line: something broke"
+    assert record.summary["stage.test.unfinished"] is True  # up to when the run ended
     err = capsys.readouterr().err
     assert err.strip().endswith(record.error)
 

@@ -70,8 +70,10 @@ def stage_table(record: records.RunRecord) -> pd.DataFrame:
         seconds = sum(p for p in parts if p is not None) if any(p is not None for p in parts) \
             else None  # fmt: skip
         share = f"{seconds / total:.0%}" if seconds is not None and total else ""
-        rows.append({"stage": label, "time": "not run" if seconds is None
-                     else duration_text(seconds), "share": share, "target": ""})  # fmt: skip
+        time = "not run" if seconds is None else duration_text(seconds)
+        if any(s.get(f"stage.{n}.unfinished") for n in names):
+            time += " (the run stopped in it)"
+        rows.append({"stage": label, "time": time, "share": share, "target": ""})
     rows.append({"stage": "**cold `bash .ci/run`, in all**", "time": duration_text(total),
                  "share": "100%", "target": f"{duration_text(budgets.TARGET_CI_S)}: "
                  f"{_verdict(total, budgets.TARGET_CI_S)}"})  # fmt: skip

@@ -70,6 +70,7 @@ class Pass:
     stages: list[Stage]
     junit: Junit | None
     loads: list[float] = field(default_factory=list)
+    ended: float | None = None  # epoch seconds when the pass ended
 
     @property
     def executed_in_html(self) -> int:
@@ -127,6 +128,12 @@ def pass_summary(ran: Pass, prefix: str = "") -> dict[str, float | int | str | N
     stages = stage_seconds(ran.stages)
     out: dict[str, float | int | str | None] = {"ci_seconds": ran.wall_seconds,
                                                 "returncode": ran.returncode}  # fmt: skip
+    # A stage the run stopped in (make stops at failing tests) lasted until the pass ended.
+    unfinished = [st for st in ran.stages if st.seconds is None]
+    if unfinished and ran.ended is not None:
+        last = unfinished[-1]
+        stages[last.name] = round(stages.get(last.name, 0.0) + ran.ended - last.began, 3)
+        out[f"stage.{last.name}.unfinished"] = True
     for name in STAGES:
         if name in stages:
             out[f"stage.{name}"] = stages[name]

@@ -134,9 +134,10 @@ def run_pass(clone: Path, log_path: Path, junit: Path,
                 show(line.rstrip("\n"))
         returncode = proc.wait()
     wall = time.monotonic() - t0
+    ended = time.time()
     stop.set()
     sampler.join()
-    return Pass(returncode=returncode, wall_seconds=round(wall, 3), lines=lines,
+    return Pass(returncode=returncode, wall_seconds=round(wall, 3), lines=lines, ended=ended,
                 stages=parse_stages(lines), loads=loads,
                 junit=read_junit(junit) if junit.is_file() else None)  # fmt: skip
 
