@@ -37,23 +37,12 @@ if TYPE_CHECKING:
 ENV_VAR = "MICRODUCK_REPLAY_MEMO"
 RENDER_ONLY = ("video", "gif", "width", "height", "shadows", "camera")
 VERSIONED = ("torch", "warp", "mujoco_warp", "mujoco", "mjlab")
-PACKAGE = Path(__file__).resolve().parents[1]
 
 
 def folder() -> Path | None:
     """The memo's folder, or None when :data:`ENV_VAR` is not set."""
     value = os.environ.get(ENV_VAR, "").strip()
     return Path(value) if value else None
-
-
-@functools.lru_cache(maxsize=1)
-def source_digest() -> str:
-    """SHA-256 over the package's ``.py`` files (path and content), once per process."""
-    digest = hashlib.sha256()
-    for path in sorted(PACKAGE.rglob("*.py")):
-        digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()
 
 
 @functools.lru_cache(maxsize=1)
@@ -67,13 +56,14 @@ def _versions() -> tuple[tuple[str, str | None], ...]:
 def key(request: Any) -> str | None:
     """The memo key of a replay request, or None for a replay that is never kept (video)."""
     from mjlab_microduck.compat import faults
+    from mjlab_microduck.runtime import provenance
 
     if request.video or request.gif:
         return None
     fields = {k: v for k, v in asdict(request).items() if k not in RENDER_ONLY}
     fields["checkpoint"] = records.sha256_file(request.checkpoint)
     fields["fault_mode"] = faults.status().details.get("mode") if faults.is_enabled() else None
-    fields["source"] = source_digest()
+    fields["source"] = provenance.package_source_digest()
     fields["versions"] = _versions()
     text = json.dumps(fields, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
