@@ -180,7 +180,7 @@ def test_the_child_gets_cis_environment_without_the_callers_venv(tmp_path):
     (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
     env = ci_run.child_env(tmp_path / "j.xml", {
         "PATH": f"{venv / 'bin'}:/usr/bin:/bin", "PYTHONPATH": "/src", "VIRTUAL_ENV": str(venv),
-        "PYTEST_ADDOPTS": "-x", "HOME": "/root"})  # fmt: skip
+        "PYTEST_ADDOPTS": "-x", "HOME": "/root", "MICRODUCK_REPLAY_MEMO": "/x/memo"})  # fmt: skip
     assert env == {"PATH": "/usr/bin:/bin", "CI": "true", "HOME": "/root",
                    "PYTEST_ADDOPTS": f"-x --junitxml={tmp_path / 'j.xml'}"}  # fmt: skip
 

@@ -92,10 +92,12 @@ class CiRunRequest:
 
 def child_env(junit: Path, base: dict[str, str] | None = None) -> dict[str, str]:
     """The environment CI gives ``.ci/run``: this one with ``CI=true``, without the caller's
-    virtual environment (``VIRTUAL_ENV``, its ``bin`` on ``PATH``) or ``PYTHONPATH``, and
-    with ``PYTEST_ADDOPTS`` asking pytest for a JUnit file."""
+    virtual environment (``VIRTUAL_ENV``, its ``bin`` on ``PATH``), ``PYTHONPATH`` or replay
+    memo, and with ``PYTEST_ADDOPTS`` asking pytest for a JUnit file."""
     env = dict(os.environ if base is None else base)
-    for key in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME"):
+    # MICRODUCK_REPLAY_MEMO: `make ci-times` runs with the checkout's memo set; a cold run
+    # must not read the replays of another build.
+    for key in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "MICRODUCK_REPLAY_MEMO"):
         env.pop(key, None)
     path = [p for p in env.get("PATH", "").split(os.pathsep)
             if p and not (Path(p).parent / "pyvenv.cfg").is_file()]  # fmt: skip
