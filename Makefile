@@ -5,6 +5,7 @@
 #   make test     unit tests + book structure + headless-browser checks (builds the book if stale)
 #   make results  regenerate run records under logs/ (beside the published book/results/)
 #   make chapter-times  measure every chapter's ci execution time into book/results/
+#   make ci-times  time a cold `bash .ci/run` in a fresh clone, stage by stage, into book/results/
 #
 # VENV=<dir> uses another environment, e.g. the ROCm one made by
 # codes/practices/amd/microduck-rl/scripts/setup_rocm.sh; only the default .venv is
@@ -43,10 +44,26 @@ BOOK_SOURCES := _config.yml _toc.yml $(wildcard book/*.md book/_extra/*) $(wildc
 # ("python3", resolved by jupyter_client) is this environment's Python, and no tracker
 # tries to reach the network; long loops print a few milestone lines (a built page cannot
 # redraw a progress bar).
+# MICRODUCK_REPLAY_MEMO: a video-less replay the chapters computed is served to the tests that
+# make the identical replay (mjlab_microduck.jobs.replay_memo); it goes with the execution cache.
+REPLAY_MEMO := _build/.replay_memo
 RUN := env PATH="$(VENV_ABS)/bin:$$PATH" WANDB_MODE="$${WANDB_MODE:-offline}" \
-	MJLAB_WARP_QUIET="$${MJLAB_WARP_QUIET:-1}" MICRODUCK_PROGRESS="$${MICRODUCK_PROGRESS:-milestones}"
+	MJLAB_WARP_QUIET="$${MJLAB_WARP_QUIET:-1}" MICRODUCK_PROGRESS="$${MICRODUCK_PROGRESS:-milestones}" \
+	MICRODUCK_REPLAY_MEMO="$${MICRODUCK_REPLAY_MEMO-$(abspath $(REPLAY_MEMO))}"
 
-.PHONY: help venv system-deps drive book test results chapter-times clean
+# Every stage prints a line when it begins and one when it ends, with the time in epoch
+# seconds ("[stage] venv begin 1764620000.12"), so that any log of a build says where its time
+# went (`microduck records ci-run` reads them): venv, system-deps, execute (the chapters, run
+# BOOK_JOBS at a time by `microduck execute-book`), html (`jupyter-book build`, which then
+# finds every chapter in the execution cache) and test.
+STAGE = echo "[stage] $(1) $(2) $$(date +%s.%N)"
+BOOK_JOBS ?= 2
+# pytest-xdist: the test files shared out over this many processes (auto: one per core), a
+# file's tests kept together so that a module fixture (a training, a replay) runs once.
+PYTEST_WORKERS ?= auto
+PYTEST_ARGS ?= -n $(PYTEST_WORKERS) --dist loadfile --durations=10
+
+.PHONY: help venv system-deps drive book test results chapter-times ci-times clean
 
 help:
 	@echo "make book         build the book (executes chapters; cached)"
@@ -54,16 +71,18 @@ help:
 	@echo "make test         run all tests (builds the book first if it is stale)"
 	@echo "make results      regenerate run records under logs/"
 	@echo "make chapter-times  time every chapter in the ci profile on this machine (front page)"
+	@echo "make ci-times     time a cold bash .ci/run in a fresh clone, stage by stage (appendix)"
 	@echo "make venv         create/update $(VENV)"
 	@echo "make system-deps  install Debian packages for rendering and browser tests"
 	@echo "make clean        remove _build and caches"
-	@echo "options: VENV=<dir>  MICRODUCK_PROFILE=ci|full"
+	@echo "options: VENV=<dir>  MICRODUCK_PROFILE=ci|full  BOOK_JOBS=2  PYTEST_WORKERS=auto"
 
 venv: $(VENV_STAMP)
 
 # The stamp is newer than requirements.txt and the package's pyproject once both are
 # installed, so a second `make venv` does nothing.
 $(VENV_STAMP): requirements.txt $(PKG_DIR)/pyproject.toml
+	@$(call STAGE,venv,begin)
 ifeq ($(MANAGED_VENV),1)
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q -r requirements.txt
@@ -74,8 +93,10 @@ else
 endif
 	$(VENV)/bin/python -m pip install -q --no-deps -e $(PKG_DIR)
 	touch $@
+	@$(call STAGE,venv,end)
 
 system-deps:
+	@$(call STAGE,system-deps,begin)
 	@if ! command -v dpkg-query >/dev/null; then \
 	  echo "system-deps: not a Debian system; install by hand: $(SYSTEM_PACKAGES)"; exit 0; fi; \
 	missing=""; \
@@ -88,6 +109,7 @@ system-deps:
 	echo "system-deps: installing$$missing"; \
 	$$sudo apt-get update -qq; \
 	DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing
+	@$(call STAGE,system-deps,end)
 
 # myst-nb's cache is keyed on a notebook's code cells only, so a change in the package, in
 # the published results the chapters read, in the pinned stack, in the profile or in the
@@ -108,9 +130,14 @@ define build_book
 	        || [ ! -d book/_extra/media ]; }; then \
 	  echo "book: package, results, requirements or generated videos changed since the last" \
 	       "execution; re-executing every chapter"; \
-	  rm -rf _build/.jupyter_cache _build/.doctrees _build/jupyter_execute; \
+	  rm -rf _build/.jupyter_cache _build/.doctrees _build/jupyter_execute $(REPLAY_MEMO); \
 	fi; \
+	$(call STAGE,execute,begin); \
+	$(RUN) $(VENV)/bin/microduck execute-book --jobs $(BOOK_JOBS); \
+	$(call STAGE,execute,end); \
+	$(call STAGE,html,begin); \
 	$(RUN) $(VENV)/bin/jupyter-book build . -W -n --keep-going; \
+	$(call STAGE,html,end); \
 	if [ -z "$(KEEP_CACHE)" ]; then echo "$$hash" > $(EXECUTION_STAMP); fi; \
 	touch $(BOOK_INDEX)
 endef
@@ -136,7 +163,9 @@ $(BOOK_INDEX): $(BOOK_SOURCES) $(VENV_STAMP) | system-deps drive
 	@$(build_book)
 
 test: venv system-deps $(BOOK_INDEX)
-	$(RUN) $(VENV)/bin/python -m pytest tests -q
+	@$(call STAGE,test,begin)
+	$(RUN) $(VENV)/bin/python -m pytest tests -q $(PYTEST_ARGS)
+	@$(call STAGE,test,end)
 
 # Every recorded result, regenerated on this machine into a new folder under logs/results/
 # (never over book/results/). STAGES=main,resume runs a subset; LABEL names the folder.
@@ -154,12 +183,25 @@ results: venv system-deps
 # `make book` executes every chapter again and the front page shows the new times.
 CI_TIMES_RECORD := book/results/cpu_ci_book_build
 chapter-times: venv system-deps
-	rm -rf _build/.jupyter_cache _build/.doctrees _build/jupyter_execute
+	rm -rf _build/.jupyter_cache _build/.doctrees _build/jupyter_execute $(REPLAY_MEMO)
 	@export MICRODUCK_PROFILE=ci; $(build_book)
 	rm -rf $(CI_TIMES_RECORD).new
 	$(RUN) $(VENV)/bin/microduck records chapter-times $(CI_TIMES_RECORD).new
 	rm -rf $(CI_TIMES_RECORD)
 	mv $(CI_TIMES_RECORD).new $(CI_TIMES_RECORD)
+
+# A cold CI run timed as a new contributor meets it: `microduck records ci-run` clones this
+# commit into a temporary folder, runs `bash .ci/run` there (installs, chapters, HTML, tests)
+# and a second time warm (WARM=0 skips it), and records the wall time of every stage, every
+# chapter and the ten slowest tests as book/results/cpu_ci_run (the appendix on tests shows it).
+# Commit first: the clone is of HEAD. Run it with nothing else on the machine.
+CI_RUN_RECORD := book/results/cpu_ci_run
+WARM ?= 1
+ci-times: venv
+	rm -rf $(CI_RUN_RECORD).new $(CI_RUN_RECORD).new.partial
+	$(RUN) $(VENV)/bin/microduck records ci-run $(CI_RUN_RECORD).new $(if $(filter 1,$(WARM)),--warm,)
+	rm -rf $(CI_RUN_RECORD)
+	mv $(CI_RUN_RECORD).new $(CI_RUN_RECORD)
 
 clean:
 	rm -rf _build .pytest_cache book/_extra/media $(DRIVE_OUT)

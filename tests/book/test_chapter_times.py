@@ -162,7 +162,7 @@ def test_the_table_shows_values_computed_from_the_records(root):
     _ci(root, {"03_smoke": 41.05, "06_replays": 250.5, "02_cpu": 35.0})
     chapters = (CPU_ONLY, SMOKE, RECIPE, REPLAYS)
     frame = ct.table(root, chapters)
-    assert list(frame.columns) == ["chapter", "what it runs", "ci on 2-core CPU",
+    assert list(frame.columns) == ["chapter", "what it runs", "ci on 2-core CPU", "ci budget",
                                    "full on one NVIDIA H200", "source records"]  # fmt: skip
     rows = frame.set_index("chapter")
     assert list(rows.index) == ["2 {doc}`/notebooks/02_cpu`", "3 {doc}`/notebooks/03_smoke`",
@@ -170,6 +170,7 @@ def test_the_table_shows_values_computed_from_the_records(root):
     assert list(rows["ci on 2-core CPU"]) == [
         ct.duration_text(35.0), ct.duration_text(41.05), "not recorded", ct.duration_text(250.5)]
     assert list(rows["ci on 2-core CPU"]) == ["35 s", "41 s", "not recorded", "4.2 min"]
+    assert list(rows["ci budget"]) == ["none"] * 4  # the fixture chapters have no budget
     assert list(rows["full on one NVIDIA H200"]) == [
         "no GPU run", "64 s", f"7.9 min {ct.BEFORE_BUILD}", "at least 19 s"]
     sizes = profiles.FULL.smoke_sizes
@@ -243,8 +244,8 @@ def test_the_map_has_every_chapter_of_the_toc_in_order():
 def test_the_published_table_has_a_row_per_chapter_and_one_gpu():
     frame = ct.table()
     assert len(frame) == len(ct.CHAPTERS)
-    assert frame.columns[3] == "full on one NVIDIA H200"
-    full = frame.iloc[:, 3].tolist()
+    assert frame.columns[4] == "full on one NVIDIA H200"
+    full = frame.iloc[:, 4].tolist()
     assert full[1] == "no GPU run"  # chapter 2 runs on the CPU in both profiles
     smoke = sum(_published(n).wall_seconds for n in ("h200_smoke_64x5", "h200_smoke_256x5"))
     assert full[2] == ct.duration_text(smoke)

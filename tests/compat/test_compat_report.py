@@ -17,8 +17,12 @@ FIXES = ["warp_alias", "hip_stepping", "broadphase", "render_textures", faults.F
 @pytest.fixture
 def restore():
     yield
-    faults.disable()
-    compat.install_all()
+    # Without the fault's environment variable, whichever fixture restores it last: reinstalling
+    # with it still set would switch the fault back on for every later test of this process.
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv(faults.ENV_VAR, raising=False)
+        faults.disable()
+        compat.install_all()
 
 
 def test_package_import_installed_the_hooks():

@@ -591,9 +591,57 @@ def _check_quick_outputs(run_dir: Path, record: records.RunRecord, physics_sizes
     return frame
 
 
+def _quick_cpu_run(out: Path) -> tuple[Path, records.RunRecord]:
+    """The quick CPU run: the build's own when it made the identical one (chapter 9 runs the
+    quick CPU plan into logs/bench) with this very source, else one made now by the command."""
+    profile = os.environ.get("MICRODUCK_PROFILE") or "ci"
+    request = bench.default_request("cpu", True, profile=profile, name="quick", out=out)
+    built = bench.identical_run(REPO / "logs" / "bench", request)
+    return built if built is not None else _run_quick("cpu", out)
+
+
+def test_identical_run_is_the_newest_ok_run_of_the_same_plan_and_source(tmp_path):
+    from mjlab_microduck.runtime import provenance
+
+    request = bench.default_request("cpu", True, profile="ci", name="quick", out=tmp_path / "x")
+    same = {**request.config(), "name": "book_quick", "out": "logs/bench",
+            bench.SOURCE_KEY: provenance.package_source_digest()}  # fmt: skip
+
+    def write(name, finished, status="ok", **changes):
+        record = records.RunRecord(
+            run_id=name, kind="bench", status=status, error="boom" if status == "failed" else None,
+            config={**same, **changes}, started_at="2026-12-01T10:00:00+00:00",
+            finished_at=finished, provenance=records.Provenance(
+                backend="cpu", device_name="cpu", hostname="h", date="2026-12-01T10:00:00+00:00"),
+        )  # fmt: skip
+        records.write_record(record, tmp_path / "bench" / name / records.RECORD_FILENAME)
+
+    assert bench.identical_run(tmp_path / "bench", request) is None
+    write("a_older", "2026-12-01T10:01:00+00:00")
+    write("b_newer", "2026-12-01T10:05:00+00:00")
+    write("c_failed", "2026-12-01T10:09:00+00:00", status="failed")
+    write("d_other_sizes", "2026-12-01T10:09:00+00:00", physics_envs=[4, 32])
+    write("e_other_source", "2026-12-01T10:09:00+00:00", **{bench.SOURCE_KEY: "0" * 64})
+    run_dir, record = bench.identical_run(tmp_path / "bench", request)
+    assert run_dir == tmp_path / "bench" / "b_newer" and record.run_id == "b_newer"
+
+
+def test_the_command_says_where_its_run_record_is(monkeypatch, capsys, tmp_path):
+    """What `_run_quick` checks of the command's output, without running the benchmark."""
+    made = tmp_path / "20261201T000000Z_quick"
+
+    def fake_run(request):
+        assert request.quick and request.device == "cpu" and request.name == "quick"
+        return made, SimpleNamespace(status="ok")
+
+    monkeypatch.setattr(bench, "run", fake_run)
+    assert bench_cli(["--quick", "--device", "cpu", "--out", str(tmp_path), "--name", "quick"]) == 0
+    assert capsys.readouterr().out == f"run record: {made / 'record.json'} (status ok)\n"
+
+
 @pytest.mark.slow
 def test_quick_run_on_cpu_writes_a_valid_record(tmp_path):
-    run_dir, record = _run_quick("cpu", tmp_path / "bench")
+    run_dir, record = _quick_cpu_run(tmp_path / "bench")
     frame = _check_quick_outputs(run_dir, record, [4, 16], 16)
     assert record.provenance.backend == "cpu"
     assert frame["peak_mem_bytes"].isna().all()  # "n/a" on a CPU, never 0

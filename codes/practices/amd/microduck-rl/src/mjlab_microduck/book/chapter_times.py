@@ -11,6 +11,8 @@ Where each column comes from:
   ``microduck records chapter-times`` (:mod:`mjlab_microduck.jobs.book_build`), which stores
   each chapter's execution seconds as myst-nb measured them, with the machine, its cores, the
   date and the commit the chapters printed in their banners.
+* **ci budget**: the chapter's share of the ``ci`` execution time (:mod:`.budgets`); a chapter
+  over twice its budget fails ``tests/book/test_chapter_budgets.py``.
 * **full on one GPU**: the sum of ``wall_seconds`` over the published GPU run records of the
   work the chapter does in the ``full`` profile. :data:`CHAPTERS` says, chapter by chapter,
   what that work is and which published run did the same work: in a cell of the chapter, or
@@ -33,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mjlab_microduck.book import results
+from mjlab_microduck.book import budgets, results
 from mjlab_microduck.runs import records
 from mjlab_microduck.runtime import profiles
 
@@ -45,7 +47,7 @@ CI_BUILD_RECORD = "cpu_ci_book_build"
 CI_SECONDS_PREFIX = "seconds."  # as jobs.book_build writes them (a test ties the two)
 BEFORE_BUILD = "before the build (`make results`)"
 
-COLUMNS = ("chapter", "what it runs", "ci", "full", "source records")
+COLUMNS = ("chapter", "what it runs", "ci", "ci budget", "full", "source records")
 
 
 @dataclass(frozen=True)
@@ -285,6 +287,12 @@ def duration_text(seconds: float) -> str:
     return f"{seconds / 60:.1f} min"
 
 
+def budget_text(stem: str) -> str:
+    """The budget cell: the chapter's ``ci`` budget (:mod:`~mjlab_microduck.book.budgets`)."""
+    budget = budgets.BUDGETS_S.get(stem)
+    return "none" if budget is None else duration_text(budget)
+
+
 def full_text(time: FullTime) -> str:
     """The ``full`` cell: the recorded time, marked as a lower bound or as made beforehand."""
     if not time.has_gpu_work:
@@ -361,6 +369,7 @@ def table(
             "chapter": f"{chapter.number} {{doc}}`/{chapter.doc}`",
             "what it runs": chapter.runs.format(**sizes),
             "ci": "not recorded" if seconds is None else duration_text(seconds),
+            "ci budget": budget_text(chapter.stem),
             "full": full_text(time),
             "source records": sources_text(time),
         })  # fmt: skip
@@ -375,11 +384,17 @@ def caption(results_root: str | Path | None = None, ci_record: str = CI_BUILD_RE
         return (f"No `{ci_record}` record is published yet, so the ci column is empty: "
                 "`make chapter-times` measures it.")  # fmt: skip
     rec, prov = ci.record, ci.record.provenance
+    jobs = int(rec.config.get("execution_jobs") or 1)
+    at_once = f", {jobs} at a time" if jobs > 1 else ""
     return (
-        f"ci: one build of all {len(ci.seconds)} chapters, "
+        f"ci: one build of all {len(ci.seconds)} chapters{at_once}, "
         f"{duration_text(sum(ci.seconds.values()))} in all, on {rec.started_at[:10]} "
         f"({prov.machine_label}; commit {prov.git_commit[:7]}; run record `{ci.name}`). "
-        "full: the sum of the wall times of the published GPU run records in the last column."
+        "full: the sum of the wall times of the published GPU run records in the last column. "
+        f"ci budget: each chapter's share of the {duration_text(budgets.TOTAL_S)} of chapter "
+        f"execution that a cold CI run ({duration_text(budgets.TARGET_CI_S)} on two cores, "
+        "installs, HTML and tests included) may spend; a chapter over "
+        f"{budgets.FACTOR:g} times its budget fails the test suite."
     )
 
 

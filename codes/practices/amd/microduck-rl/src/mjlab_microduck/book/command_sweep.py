@@ -35,6 +35,8 @@ def sweep(
     """One replay of ``request``'s checkpoint per forward command; one row of metrics each.
 
     Lateral and yaw commands stay as the request has them (zero in the protocol); video is off.
+    The replays go through the replay memo (``replay.simulate(memo=True)``): one the build
+    already made (a protocol replay of the same checkpoint) is read back, not made again.
     """
     from mjlab_microduck.runtime.progress import progress_bar
 
@@ -44,7 +46,7 @@ def sweep(
     with progress_bar(len(commands), "commands", enabled=progress) as bar:
         for command in commands:
             one = replace(request, lin_vel_x=float(command), video=False, gif=False)
-            trajectory, _, dt = replay.simulate(one, progress=False)
+            trajectory, _, dt = replay.simulate(one, progress=False, memo=True)
             metrics = replay.compute_metrics(trajectory, (one.lin_vel_x, one.lin_vel_y), dt)
             drift = replay.drift_metrics(trajectory)
             rows.append(

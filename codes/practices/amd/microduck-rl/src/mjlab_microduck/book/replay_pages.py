@@ -97,7 +97,7 @@ def replay_live(
         if quiet:
             stack.enter_context(contextlib.redirect_stdout(buffer))
             stack.enter_context(contextlib.redirect_stderr(buffer))
-        run_dir, record = replay.run(request, Path(out_root), name, progress=False)
+        run_dir, record = replay.run(request, Path(out_root), name, progress=False, memo=True)
     return LiveReplay(
         label=label or Path(checkpoint).name, run_dir=run_dir, record=record,
         seconds=time.monotonic() - started, log=buffer.getvalue(),

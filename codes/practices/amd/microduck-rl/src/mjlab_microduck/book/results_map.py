@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mjlab_microduck.book import chapter_times, results, tables
+from mjlab_microduck.book import chapter_times, ci_run, results, tables
 from mjlab_microduck.book import walker_results as wr
 from mjlab_microduck.runs import records
 
@@ -166,6 +166,10 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
         "The table of chapters (`chapter_times.front_page_table`): the ci build record and the "
         "runs `chapter_times.CHAPTERS` adds up for the full column; the video at the top is "
         "chapter 6's replay of the walker candidate.",
+    ),
+    ChapterRuns(
+        "book/appendix_tests", "Appendix: tests and acceptance", (ci_run.CI_RUN_RECORD,),
+        "The cold CI run (`ci_run.appendix_section`): its stages, chapters and slowest tests.",
     ),
 )  # fmt: skip
 

@@ -56,6 +56,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "mjlab_microduck.cli.probe:main",
         "probe interprocess GPU event reuse (ROCm 7.2 CLR bug)",
     ),
+    "execute-book": (
+        "mjlab_microduck.cli.execute_book:main",
+        "execute the book's notebooks into its execution cache, several at a time",
+    ),
     "records": (
         "mjlab_microduck.cli.records:main",
         "validate, verify, publish or map run records; print their schema; record chapter times",

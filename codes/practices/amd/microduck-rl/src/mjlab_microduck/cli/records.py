@@ -6,7 +6,8 @@ as ``stale``, which ``verify --fix`` marks ``interrupted`` from what is on disk;
 copies a finished training, bench or export run into the book (``book/results``); ``schema``
 prints (or writes) the JSON schema of a record; ``chapter-times`` records how long each chapter
 took in the last book build (``make chapter-times``); ``map`` rewrites the "which chapter reads
-which runs" section of ``book/results/README.md`` from the records; ``drive-export`` puts the
+which runs" section of ``book/results/README.md`` from the records; ``ci-run`` times a cold
+``bash .ci/run`` in a fresh clone, stage by stage (``make ci-times``); ``drive-export`` puts the
 export of the book's checkpoint where the drive page reads it.
 
 Exit status: 0 when everything checked is fine, 1 when a record is invalid, changed or stale,
@@ -19,13 +20,16 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Union
+from typing import TYPE_CHECKING, Annotated, Union
 
 import tyro
 from tyro.conf import Positional, arg
 
 from mjlab_microduck.cli._common import Refused, parse, refuse
 from mjlab_microduck.runs.liveness import STALE_AFTER_S
+
+if TYPE_CHECKING:
+    from mjlab_microduck.jobs.ci_run import CiRunRequest
 
 
 @dataclass(frozen=True)
@@ -107,12 +111,15 @@ class Map:
 
 
 def _subcommands():
+    from mjlab_microduck.jobs.ci_run import CiRunRequest
+
     return Union[  # noqa: UP007  (tyro reads the Union's members as subcommands)
         Annotated[Schema, tyro.conf.subcommand("schema")],
         Annotated[Validate, tyro.conf.subcommand("validate")],
         Annotated[Verify, tyro.conf.subcommand("verify")],
         Annotated[Publish, tyro.conf.subcommand("publish")],
         Annotated[ChapterTimes, tyro.conf.subcommand("chapter-times")],
+        Annotated[CiRunRequest, tyro.conf.subcommand("ci-run")],
         Annotated[Map, tyro.conf.subcommand("map")],
         Annotated[DriveExport, tyro.conf.subcommand("drive-export")],
     ]
@@ -277,6 +284,21 @@ def _chapter_times(request: ChapterTimes, prog: str) -> int:
     return 0
 
 
+def _ci_run(request: CiRunRequest, prog: str) -> int:
+    from mjlab_microduck.jobs import ci_run
+
+    try:
+        ci_run.check(request)
+    except ci_run.CiRunError as err:
+        return refuse(prog, err)
+    record = ci_run.run(request, show=lambda line: print(line, flush=True))
+    print(f"{ci_run.main_line(record)}; recorded: {Path(request.out) / 'record.json'}")
+    if record.status != "ok":
+        print(f"{prog}: {record.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _map(request: Map, prog: str) -> int:
     # The one book module the command line uses: the map of runs is the book's, and writing
     # its README section needs neither torch nor mjlab.
@@ -320,6 +342,10 @@ def main(argv: list[str] | None = None, prog: str = "microduck records") -> int:
         return _publish(command, prog)
     if isinstance(command, ChapterTimes):
         return _chapter_times(command, prog)
+    from mjlab_microduck.jobs.ci_run import CiRunRequest
+
+    if isinstance(command, CiRunRequest):
+        return _ci_run(command, prog)
     if isinstance(command, Map):
         return _map(command, prog)
     if isinstance(command, DriveExport):

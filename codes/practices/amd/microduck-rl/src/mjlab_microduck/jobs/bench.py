@@ -1256,6 +1256,36 @@ NOTES = (
 )
 
 
+SOURCE_KEY = "package_source_sha256"  # config: the package's source the run was made with
+RUN_NAME_KEYS = ("name", "out")  # config that says where a run went, not what it measured
+
+
+def identical_run(root: Path, request: BenchRequest) -> tuple[Path, records.RunRecord] | None:
+    """The newest ok run under ``root`` that measured exactly ``request`` (every config value
+    but its name and folder) with this package's very source, or None.
+
+    The build's chapter 9 makes the quick CPU run that ``microduck bench --quick`` makes; a test
+    of that run can read the build's instead of making it again.
+    """
+    from mjlab_microduck.runtime import provenance
+
+    wanted = {k: v for k, v in request.config().items() if k not in RUN_NAME_KEYS}
+    wanted[SOURCE_KEY] = provenance.package_source_digest()
+    found = []
+    for path in sorted(Path(root).glob(f"*/{records.RECORD_FILENAME}")):
+        try:
+            record = records.load_record(path)
+        except records.RecordError:
+            continue
+        config = {k: v for k, v in record.config.items() if k not in RUN_NAME_KEYS}
+        if record.kind == "bench" and record.status == "ok" and config == wanted:
+            found.append((record.finished_at or "", path.parent, record))
+    if not found:
+        return None
+    _, run_dir, record = max(found, key=lambda item: item[0])
+    return run_dir, record
+
+
 def run(request: BenchRequest, stream: TextIO | None = None) -> tuple[Path, records.RunRecord]:
     """Run the requested sections and write ``record.json`` + ``bench.csv`` into a new run dir.
 
@@ -1285,7 +1315,7 @@ def run(request: BenchRequest, stream: TextIO | None = None) -> tuple[Path, reco
             kind="bench",
             status="running",
             command=command,
-            config=request.config(),
+            config={**request.config(), SOURCE_KEY: provenance.package_source_digest()},
             provenance=prov,
             started_at=records.utc_now_iso(),
             notes=NOTES,

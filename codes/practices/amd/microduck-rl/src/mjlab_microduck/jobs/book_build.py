@@ -7,8 +7,10 @@ build`` executes each chapter through myst-nb, whose execution cache (jupyter-ca
 notebook and the seconds its execution took. :func:`record_build` reads those back and writes
 one :class:`~mjlab_microduck.runs.records.RunRecord` of kind ``book_build``:
 
-* ``summary``: ``seconds.<chapter>`` per chapter (the file stem, e.g. ``03_smoke_training``)
-  and ``seconds_total``;
+* ``summary``: ``seconds.<chapter>`` per chapter (the file stem, e.g. ``03_smoke_training``),
+  ``seconds_total`` and ``execution_jobs`` (how many chapters executed at once: 1 when myst-nb
+  ran them, more when ``microduck execute-book`` did; a chapter's seconds then include the
+  time it shared the CPU with another);
 * ``config``: the profile, the chapters, and the CPU cores this process may use;
 * ``provenance``: this machine (CPU model, cores in ``machine_label``, versions, host, date)
   and the commit, device and profile each chapter's first cell printed in its banner
@@ -62,6 +64,7 @@ class ChapterRun:
     backend: str
     device: str
     commit: str
+    jobs: int = 1  # how many notebooks executed at once (``execute_book``); myst-nb runs one
 
 
 def usable_cores() -> int:
@@ -115,7 +118,8 @@ def read_build(cache_dir: str | Path, chapters: Sequence[str | Path]) -> list[Ch
             raise BuildRecordError(
                 f"{path.name}: no cached execution matches its current code; rebuild"
             )
-        seconds = (cached.data or {}).get("execution_seconds")
+        data = cached.data or {}
+        seconds = data.get("execution_seconds")
         if not isinstance(seconds, (int, float)):
             raise BuildRecordError(f"{path.name}: the cache holds no execution time")
         banner = parse_banner(_first_stream_text(cache.get_cache_bundle(cached.pk).nb))
@@ -133,6 +137,7 @@ def read_build(cache_dir: str | Path, chapters: Sequence[str | Path]) -> list[Ch
                 backend=banner["backend"],
                 device=banner["device"],
                 commit=banner["commit"],
+                jobs=int(data.get("execution_jobs") or 1),
             )  # fmt: skip
         )
     return runs
@@ -200,6 +205,12 @@ def build_record(
     notes = []
     if head != provenance.UNKNOWN and not head.startswith(commit):
         notes.append(f"recorded at commit {head[:12]}; the chapters ran at {commit}")
+    jobs = max(r.jobs for r in runs)
+    if jobs > 1:
+        notes.append(
+            f"the chapters executed {jobs} at a time (microduck execute-book), so each "
+            "shared the CPU with another; their sum is more than the build's wall time"
+        )
     prov = records.Provenance(
         backend="cpu",
         device_name=device,
@@ -217,12 +228,13 @@ def build_record(
     }
     summary["seconds_total"] = round(total, 2)
     summary["chapters"] = len(runs)
+    summary["execution_jobs"] = jobs
     return records.RunRecord(
         run_id=names.run_stem(f"{profile}_book_build", finished),
         kind=KIND,
         status="ok",
         command=list(command),
-        config={"profile": profile, "cpu_cores": cores,
+        config={"profile": profile, "cpu_cores": cores, "execution_jobs": jobs,
                 "chapters": [r.chapter for r in runs],
                 "source": "myst-nb execution cache (_build/.jupyter_cache), execution_seconds"},
         provenance=prov,

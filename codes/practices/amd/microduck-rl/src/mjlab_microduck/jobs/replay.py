@@ -505,8 +505,26 @@ def replay_env(request: ReplayRequest) -> Iterator[tuple]:
             env.close()
 
 
-def simulate(request: ReplayRequest, progress: bool = True):
-    """Run the replay; returns (trajectory frame, rgb frames, control dt)."""
+def simulate(request: ReplayRequest, progress: bool = True, memo: bool = False):
+    """Run the replay; returns (trajectory frame, rgb frames, control dt).
+
+    With ``memo``, a replay without video whose identical request already ran with ``memo``
+    in this build is read back from the replay memo instead, and one that runs is kept there
+    (:mod:`mjlab_microduck.jobs.replay_memo`; only when ``MICRODUCK_REPLAY_MEMO`` names its
+    folder, as ``make`` does). The chapters' replays and the tests that check their results
+    ask for it; a test that patches the simulation never does."""
+    from mjlab_microduck.jobs import replay_memo
+
+    kept = replay_memo.load(request) if memo else None
+    if kept is not None:
+        return kept[0], [], kept[1]
+    trajectory, images, dt = _simulate(request, progress)
+    if memo:
+        replay_memo.store(request, trajectory, dt)
+    return trajectory, images, dt
+
+
+def _simulate(request: ReplayRequest, progress: bool):
     import torch
 
     from mjlab_microduck.runtime.progress import progress_bar
@@ -553,6 +571,10 @@ def simulate(request: ReplayRequest, progress: bool = True):
     return pd.DataFrame(rows), images, dt
 
 
+MEMO_NOTE = ("trajectory read from the replay memo: the identical replay ran earlier in this "
+             "build (mjlab_microduck.jobs.replay_memo)")  # fmt: skip
+
+
 def write_mp4(path: Path, images: list[np.ndarray], fps: int) -> Path:
     """H.264 (yuv420p, plays in every browser) through imageio-ffmpeg, written atomically."""
     import imageio_ffmpeg
@@ -583,12 +605,16 @@ def write_gif(path: Path, images: list[np.ndarray], fps: int) -> Path:
     return path
 
 
-def run(request: ReplayRequest, out_root: Path, name: str, progress: bool = True):
+def run(
+    request: ReplayRequest, out_root: Path, name: str, progress: bool = True, memo: bool = False
+):
     """Replay, then write trajectory CSV, MP4 (and GIF) and record into a new run directory.
 
     Returns ``(run_dir, record)``. Bad input raises :class:`ReplayError` before the directory
-    is created.
+    is created. ``memo``: as for :func:`simulate`; a trajectory read from the memo is said so in
+    the record's notes (its wall time is then that of reading it).
     """
+    from mjlab_microduck.jobs import replay_memo
     from mjlab_microduck.runs import records
 
     try:  # records.new_run_dir's rule, checked before the replay runs instead of after it
@@ -596,7 +622,12 @@ def run(request: ReplayRequest, out_root: Path, name: str, progress: bool = True
     except ValueError as err:
         raise ReplayError(str(err)) from None
     started_iso, started = records.utc_now_iso(), time.monotonic()
-    trajectory, images, dt = simulate(request, progress=progress)
+    from_memo = memo and replay_memo.load(request) is not None
+    if memo:
+        trajectory, images, dt = simulate(request, progress=progress, memo=True)
+    else:  # the call a test may stand in for with its own simulate(request, progress)
+        trajectory, images, dt = simulate(request, progress=progress)
+    notes = MEMO_NOTE if from_memo else None
     if request.schedule is None:
         metrics = compute_metrics(trajectory, (request.lin_vel_x, request.lin_vel_y), dt)
         summary = asdict(metrics)
@@ -610,7 +641,7 @@ def run(request: ReplayRequest, out_root: Path, name: str, progress: bool = True
     run_dir = records.new_run_dir(out_root, name)
     try:
         return run_dir, _write_run(
-            run_dir, request, trajectory, images, dt, summary, started_iso, started
+            run_dir, request, trajectory, images, dt, summary, started_iso, started, notes
         )
     except BaseException:
         # Never leave a run directory with a trajectory but no video or record behind.
@@ -627,6 +658,7 @@ def _write_run(
     summary: dict,
     started_iso: str,
     started: float,
+    notes: str | None = None,
 ):
     from mjlab_microduck.runs import records
 
@@ -646,7 +678,7 @@ def _write_run(
         config["schedule"] = [list(segment) for segment in check_schedule(request.schedule)]
         config.update(lin_vel_x=None, lin_vel_y=None, ang_vel_z=None)
     return recording.write_finished_record(
-        run_dir, "replay", config, request.device, started_iso, started, summary, artifacts
+        run_dir, "replay", config, request.device, started_iso, started, summary, artifacts, notes
     )
 
 

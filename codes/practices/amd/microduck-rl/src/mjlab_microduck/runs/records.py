@@ -70,6 +70,7 @@ RunKind = Literal[
     "gait_test",
     "book_build",
     "export",
+    "ci_run",
 ]
 RunStatus = Literal["ok", "failed", "running", "interrupted"]
 Backend = Literal["cpu", "cuda", "hip"]

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
+import hashlib
 import importlib.metadata
 import io
 import os
@@ -356,6 +358,18 @@ def git_commit(short: bool = False, cwd: str | os.PathLike[str] | None = None) -
         if re.fullmatch(r"[0-9a-f]{7,64}", commit):
             return commit
     return UNKNOWN
+
+
+@functools.lru_cache(maxsize=1)
+def package_source_digest() -> str:
+    """SHA-256 over this package's ``.py`` files (relative path and content), once per process:
+    what tells two runs of the same commit apart when one had uncommitted changes."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def cpu_model() -> str:
