@@ -126,8 +126,7 @@ def test_chapter_6s_replays_and_the_tests_of_them_are_one_replay(tmp_path, monke
     last checkpoint (book.replay_pages.replay_live), the 0.15 m/s replay of its command sweep and
     test_replay's protocol test of the same checkpoint."""
     from mjlab_microduck.analysis import acceptance
-    from mjlab_microduck.book import replay_pages
-    from mjlab_microduck.book import results
+    from mjlab_microduck.book import replay_pages, results
 
     checkpoint = results.results_root() / results.RECIPE_RUN_1500 / "model_1498.pt"
     made = {}
@@ -138,10 +137,13 @@ def test_chapter_6s_replays_and_the_tests_of_them_are_one_replay(tmp_path, monke
 
     monkeypatch.setattr(replay, "run", fake_run)
     with pytest.raises(RuntimeError, match="stop here"):
-        replay_pages.replay_live(checkpoint, tmp_path, "ch06_model_1498", task=acceptance.RECIPE_TASK)
+        replay_pages.replay_live(
+            checkpoint, tmp_path, "ch06_model_1498", task=acceptance.RECIPE_TASK
+        )
     assert made["memo"] is True
     chapter = replay_memo.key(made["request"])
-    swept = replace(ReplayRequest(checkpoint=checkpoint, task=acceptance.RECIPE_TASK), lin_vel_x=0.15,
+    protocol = ReplayRequest(checkpoint=checkpoint, task=acceptance.RECIPE_TASK)
+    swept = replace(protocol, lin_vel_x=0.15,
                     video=False, gif=False)  # fmt: skip
     tested = ReplayRequest(checkpoint=checkpoint, video=False, task=acceptance.RECIPE_TASK)
     assert chapter is not None and replay_memo.key(swept) == chapter == replay_memo.key(tested)

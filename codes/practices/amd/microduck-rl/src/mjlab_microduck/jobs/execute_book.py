@@ -45,9 +45,10 @@ DEFAULT_CACHE = Path("_build/.jupyter_cache")
 DEFAULT_ESTIMATES = Path("book/results/cpu_ci_book_build")
 SECONDS_PREFIX = "seconds."  # as jobs.book_build writes a chapter's time
 
-AFTER: Mapping[str, tuple[str, ...]] = {}
-"""Notebook stem -> the stems whose outputs it reads (it starts only after they finish); e.g.
-``{"05_resume_1500": ("04_train_500",)}`` once chapter 5 reads chapter 4's live run."""
+AFTER: Mapping[str, tuple[str, ...]] = {"05_resume_1500": ("04_train_500",)}
+"""Notebook stem -> the stems whose outputs it reads (it starts only after they finish):
+chapter 5 reuses chapter 4's finished ci run of the same request (``results.run_live``'s
+``reuse_from``)."""
 
 
 class ExecuteError(ValueError):
