@@ -290,8 +290,13 @@ def execute(
     root = request.root.resolve()
     notebooks = read_notebooks(root, config)
     by_stem = {n.stem: n for n in notebooks}
-    after = dependencies(request.after)
-    unknown = sorted((set(after) | {d for ds in after.values() for d in ds}) - set(by_stem))
+    # The book's own order (AFTER) applies to the notebooks it names that this book has; a pair
+    # given on the command line must name two of its notebooks.
+    given = dependencies(request.after, base={})
+    after = {k: {d for d in v if d in by_stem} for k, v in AFTER.items() if k in by_stem}
+    for notebook, reads in given.items():
+        after.setdefault(notebook, set()).update(reads)
+    unknown = sorted((set(given) | {d for ds in given.values() for d in ds}) - set(by_stem))
     if unknown:
         raise ExecuteError(f"--after names no notebook of the book: {', '.join(unknown)}")
     cache = get_cache(str(root / request.cache))
