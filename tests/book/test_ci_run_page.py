@@ -100,7 +100,10 @@ def test_the_slowest_tests_and_the_caption(published):
     assert "a fresh clone of commit abc1234 on 2026-12-01 (2-core" in text
     assert "chapters executed 2 at a time, 9.5 min of execution in all" in text
     assert "tests: 990 passed, 0 failed, 6 skipped" in text
-    assert "load average 1.5 at the start, at most 2.25 (mean 1.92) on 2 cores" in text
+    assert (
+        "load average during the run 1.5 at the start, at most 2.25 (mean 1.92) on 2 cores" in text
+    )
+    assert "during the second run 1.5 at the start" in text
 
 
 def test_without_a_record_the_section_says_how_to_make_one(tmp_path):

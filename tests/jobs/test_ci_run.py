@@ -193,7 +193,8 @@ def recorded(tmp_path_factory):
     base = tmp_path_factory.mktemp("ci")
     repo = fake_repo(base / "repo")
     lines: list[str] = []
-    request = ci_run.CiRunRequest(out=base / "cpu_ci_run", repo=repo, warm=True, workdir=base)
+    request = ci_run.CiRunRequest(out=base / "cpu_ci_run", repo=repo, warm=True, workdir=base,
+                                  note=("pip's download cache was warm",))  # fmt: skip
     record = ci_run.run(request, show=lines.append)
     return base, repo, record, lines
 
@@ -223,6 +224,7 @@ def test_the_record_has_every_stage_chapter_and_test_of_the_run(recorded):
                           text=True, check=True).stdout.strip()  # fmt: skip
     assert record.provenance.git_commit == head and record.provenance.profile == "ci"
     assert record.config["chapters"] == ["01_first", "02_second"]
+    assert record.provenance.notes[0] == "pip's download cache was warm"
 
 
 @pytest.mark.slow

@@ -134,10 +134,13 @@ def caption(record: records.RunRecord) -> str:
     if "tests.passed" in s:
         parts.append(f"tests: {s['tests.passed']} passed, {s['tests.failed']} failed, "
                      f"{s['tests.skipped']} skipped")  # fmt: skip
-    if "load.max" in s:
-        parts.append(f"1-minute load average {s['load.first']} at the start, at most "
-                     f"{s['load.max']} (mean {s['load.mean']}) on "
-                     f"{record.config.get('cpu_cores', '?')} cores")  # fmt: skip
+    cores = record.config.get("cpu_cores", "?")
+    for prefix, run in (("", "run"), ("warm.", "second run")):
+        if f"{prefix}load.max" in s:
+            parts.append(f"1-minute load average during the {run} {s[f'{prefix}load.first']} at "
+                         f"the start, at most {s[f'{prefix}load.max']} (mean "
+                         f"{s[f'{prefix}load.mean']}) on {cores} cores")  # fmt: skip
+    parts += list(record.provenance.notes)
     if record.status != "ok":
         parts.append(f"the run FAILED: {record.error}")
     return "; ".join(parts) + "."

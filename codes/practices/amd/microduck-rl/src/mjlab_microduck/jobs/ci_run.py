@@ -85,6 +85,8 @@ class CiRunRequest:
     """keep the clone afterwards (it holds a full environment: several GB)"""
     verbose: bool = False
     """print every line of the run (default: the stage lines, execute-book's, pytest's last)"""
+    note: tuple[str, ...] = ()
+    """what the record should say about the conditions (e.g. pip's download cache was warm)"""
 
 
 # --------------------------------------------------------------------------- running
@@ -285,7 +287,7 @@ def run(request: CiRunRequest, show: Callable[[str], None] = print) -> records.R
     work = Path(tempfile.mkdtemp(prefix="microduck-ci-run-", dir=request.workdir))
     staging.mkdir(parents=True)
     started_iso = records.utc_now_iso()
-    notes: list[str] = []
+    notes: list[str] = list(request.note)
     warm = None
     try:
         clone_dir, commit, dirty = clone(Path(request.repo), work)
