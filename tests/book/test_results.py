@@ -224,12 +224,32 @@ def test_iteration_log_keeps_headlines_only():
     log.write("ard: -1.25\n")  # a line split across writes
     log.write("   Episode_Termination/fell_over: 2.0000\nModule foo load\ntail without newline")
     log.close()
+    assert out.getvalue().splitlines() == ["iteration 3/10: reward -1.25; fell_over 2.0000"]
+    assert (log.lines_seen, log.lines_shown) == (6, 1)
+
+
+def test_iteration_log_prints_one_line_per_iteration_and_errors_as_they_come():
+    out = io.StringIO()
+    log = results.IterationLog(out)
+    for it in (0, 1):
+        log.write(f"  Learning iteration {it}/2  \n     Total steps: 384\n")
+        log.write("  Steps per second: 109\n   Mean reward: 1.25\nMean episode length: 19.67\n")
+        log.write("Episode_Termination/time_out: 0.3750\nEpisode_Termination/nan_state: 0.0000\n")
+        log.write("  Iteration time: 3.51s\n")
+    log.write("Traceback (most recent call last):\n")
+    log.close()
+    line = "reward 1.25, episode length 19.67, 109 steps/s, 3.51s; time_out 0.3750"
     assert out.getvalue().splitlines() == [
-        "Learning iteration 3/10",
-        "                 Mean reward: -1.25",
-        "   Episode_Termination/fell_over: 2.0000",
+        f"iteration 0/2: {line}".replace(
+            "reward 1.25, episode length 19.67, 109 steps/s",
+            "109 steps/s, reward 1.25, episode length 19.67",
+        ),
+        f"iteration 1/2: {line}".replace(
+            "reward 1.25, episode length 19.67, 109 steps/s",
+            "109 steps/s, reward 1.25, episode length 19.67",
+        ),
+        "Traceback (most recent call last):",
     ]
-    assert (log.lines_seen, log.lines_shown) == (6, 3)
 
 
 def test_plot_training_draws_stages_on_one_axis():

@@ -27,23 +27,27 @@ WARNING_TEXT = re.compile(
 )
 
 
-def output_texts(page_html: str) -> list[str]:
-    """The text of every cell output block (stream, result, error) of one page."""
+def output_texts(page_html: str) -> list[tuple[str, int]]:
+    """Every cell output block (stream, result, error) of one page: its text and its length in
+    lines as a reader sees them (a table's rows, a text block's lines)."""
     soup = BeautifulSoup(page_html, "html.parser")
     texts = []
     for output in soup.select("div.cell_output"):
-        for block in output.select("pre") or [output]:
-            texts.append(block.get_text())
+        for block in output.select("pre"):
+            text = block.get_text()
+            texts.append((text, len(text.rstrip("\n").splitlines())))
+        for table in output.select("table"):
+            texts.append((table.get_text("\n"), len(table.select("tr"))))
     return texts
 
 
 def problems(page_html: str) -> list[str]:
     """One line per output that is too long, redraws a progress bar or shows a warning."""
     found = []
-    for i, text in enumerate(output_texts(page_html)):
+    for i, (text, length) in enumerate(output_texts(page_html)):
         lines = text.rstrip("\n").splitlines()
-        if len(lines) > MAX_OUTPUT_LINES:
-            found.append(f"output {i}: {len(lines)} lines > {MAX_OUTPUT_LINES}")
+        if length > MAX_OUTPUT_LINES:
+            found.append(f"output {i}: {length} lines > {MAX_OUTPUT_LINES}")
         bars = [ln for ln in lines if PROGRESS_BAR.search(ln)]
         if bars:
             found.append(f"output {i}: {len(bars)} progress-bar lines, e.g. {bars[0].strip()!r}")
@@ -70,6 +74,11 @@ def test_the_rules_catch_long_noisy_outputs():
     fine = ("<div class='cell_output'><pre>gait test model_550.pt: 50% (250/500) in 40.1 s\n"
             "PASSED: 0 failed condition(s)</pre></div>")  # fmt: skip
     assert problems(fine) == []
+    # A table is as long as its rows, however many cells each row holds.
+    row = "<tr>" + "<td>1.0</td>" * 8 + "</tr>"
+    assert problems(f"<div class='cell_output'><table>{row * 40}</table></div>") == []
+    assert problems(f"<div class='cell_output'><table>{row * 41}</table></div>") == [
+        "output 0: 41 lines > 40"]  # fmt: skip
 
 
 def test_every_chapter_output_is_short_and_quiet():

@@ -54,8 +54,9 @@ def measurement_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Physics, training and fix rows, one line per measurement, memory in GiB ("n/a" if none)."""
     keep = frame[frame.section.isin(["physics", "training", "fixes"])].copy()
     keep["peak_mem_GiB"] = (keep["peak_mem_bytes"] / 2**30).round(2)
-    keep["peak_mem_GiB"] = keep["peak_mem_GiB"].astype(object).where(
-        keep["peak_mem_bytes"].notna(), "n/a")
+    keep["peak_mem_GiB"] = (
+        keep["peak_mem_GiB"].astype(object).where(keep["peak_mem_bytes"].notna(), "n/a")
+    )
     for column in ("median", "p25", "p75", "min", "max"):
         keep[column] = keep[column].round(3)
     return keep[list(MEASUREMENT_COLUMNS)].reset_index(drop=True)
@@ -69,12 +70,16 @@ def ratio_table(bench_records: Sequence[records.RunRecord]) -> pd.DataFrame:
             if key.startswith("ratio."):
                 _, name, size = key.split(".")
                 rows.append({"ratio": name, "num_envs": int(size[1:]), "value": value})
-    return pd.DataFrame(rows, columns=["ratio", "num_envs", "value"]).sort_values(
-        ["ratio", "num_envs"]).reset_index(drop=True)
+    return (
+        pd.DataFrame(rows, columns=["ratio", "num_envs", "value"])
+        .sort_values(["ratio", "num_envs"])
+        .reset_index(drop=True)
+    )
 
 
-def ratio_value(bench_records: Sequence[records.RunRecord], name: str,
-                num_envs: int) -> float | None:
+def ratio_value(
+    bench_records: Sequence[records.RunRecord], name: str, num_envs: int
+) -> float | None:
     """The first record's ``ratio.<name>.n<num_envs>``, or None when no record has it."""
     for record in bench_records:
         value = record.summary.get(f"ratio.{name}.n{num_envs}")
@@ -87,9 +92,11 @@ def matrix_sentence(bench_records: Sequence[records.RunRecord]) -> str:
     """Where and when the matrix was recorded, and the headline ratios it has at 4,096 envs."""
     devices = sorted({r.provenance.device_name for r in bench_records})
     dates = sorted(r.provenance.date[:10] for r in bench_records)
-    parts = [f"recorded on {', '.join(devices)} ({dates[0]}, "
-             f"{len(bench_records)} run record(s): "
-             f"{', '.join(r.run_id for r in bench_records)})"]
+    parts = [
+        f"recorded on {', '.join(devices)} ({dates[0]}, "
+        f"{len(bench_records)} run record(s): "
+        f"{', '.join(r.run_id for r in bench_records)})"
+    ]
     for name, size, text in SENTENCE_RATIOS:
         value = ratio_value(bench_records, name, size)
         if value is not None:
@@ -102,15 +109,19 @@ def throughput_figure(frame: pd.DataFrame, title: str) -> Figure:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    for section, config, label in (("physics", "zero_action", "physics (zero action)"),
-                                   ("training", "ppo", "PPO training")):
-        rows = frame[(frame.section == section) & (frame.config == config)
-                     & (frame.metric == "env_steps_per_s")].sort_values("num_envs")
+    for section, config, label in (
+        ("physics", "zero_action", "physics (zero action)"),
+        ("training", "ppo", "PPO training"),
+    ):
+        rows = frame[
+            (frame.section == section)
+            & (frame.config == config)
+            & (frame.metric == "env_steps_per_s")
+        ].sort_values("num_envs")
         if rows.empty:
             continue
         yerr = [rows["median"] - rows["p25"], rows["p75"] - rows["median"]]
-        ax.errorbar(rows["num_envs"], rows["median"], yerr=yerr, marker="o", capsize=3,
-                    label=label)
+        ax.errorbar(rows["num_envs"], rows["median"], yerr=yerr, marker="o", capsize=3, label=label)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     sizes = sorted({int(n) for n in frame.num_envs[frame.section.isin(["physics", "training"])]})
@@ -125,8 +136,9 @@ def throughput_figure(frame: pd.DataFrame, title: str) -> Figure:
     return fig
 
 
-def breakdown_figure(record: records.RunRecord, num_envs: int,
-                     title: str) -> tuple[Figure, pd.Series]:
+def breakdown_figure(
+    record: records.RunRecord, num_envs: int, title: str
+) -> tuple[Figure, pd.Series]:
     """Shares of one training iteration as bars, largest at the top, "other" included."""
     import matplotlib.pyplot as plt
 
@@ -142,19 +154,25 @@ def breakdown_figure(record: records.RunRecord, num_envs: int,
     return fig, shares
 
 
-def versus_reference(bench_records: Sequence[records.RunRecord],
-                     reference_sps: float) -> pd.DataFrame:
+def versus_reference(
+    bench_records: Sequence[records.RunRecord], reference_sps: float
+) -> pd.DataFrame:
     """Recorded PPO training throughput at 256 and 4,096 envs beside one R9700 figure."""
     rows: list[dict[str, Any]] = []
     for record in bench_records:
         for n in VERSUS_SIZES:
             value = record.summary.get(f"training.ppo.n{n}.env_steps_per_s")
             if value is not None:
-                rows.append({"recorded run": record.run_id,
-                             "device": record.provenance.device_name, "num_envs": n,
-                             "training steps/s": round(float(value)),
-                             "R9700 reference steps/s (256 envs)": int(reference_sps),
-                             "ratio": round(float(value) / reference_sps, 1)})
+                rows.append(
+                    {
+                        "recorded run": record.run_id,
+                        "device": record.provenance.device_name,
+                        "num_envs": n,
+                        "training steps/s": round(float(value)),
+                        "R9700 reference steps/s (256 envs)": int(reference_sps),
+                        "ratio": round(float(value) / reference_sps, 1),
+                    }
+                )
     return pd.DataFrame(rows)
 
 

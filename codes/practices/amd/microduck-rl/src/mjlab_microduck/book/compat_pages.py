@@ -23,8 +23,9 @@ NUM_ENVS, STEPS = 4, 40
 TRUNK_Z_COLUMN = "median trunk z [m]"
 
 
-def hold_home_terminations(num_envs: int = NUM_ENVS, steps: int = STEPS,
-                           device: str = "cpu") -> tuple[dict[str, int], float, float]:
+def hold_home_terminations(
+    num_envs: int = NUM_ENVS, steps: int = STEPS, device: str = "cpu"
+) -> tuple[dict[str, int], float, float]:
     """Termination counts over ``steps`` env steps holding the home pose, the median trunk
     height (m) over them, and the largest bounding radius of a sole (cm)."""
     import torch
@@ -56,8 +57,7 @@ def hold_home_terminations(num_envs: int = NUM_ENVS, steps: int = STEPS,
         env.close()
 
 
-def fault_terminations(num_envs: int = NUM_ENVS,
-                       steps: int = STEPS) -> tuple[pd.DataFrame, float]:
+def fault_terminations(num_envs: int = NUM_ENVS, steps: int = STEPS) -> tuple[pd.DataFrame, float]:
     """One row per broadphase (stock, then the fault in each mode): termination counts and the
     median trunk height; and the sole's bounding radius (cm) of the stock run.
 

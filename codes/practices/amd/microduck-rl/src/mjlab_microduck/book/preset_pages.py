@@ -47,8 +47,10 @@ STANDS_BELOW_M = 0.05
 
 def command_text(c: tuning.CommandRanges) -> str:
     """Command ranges in one short line: ``x lo…hi, y ±y, yaw ±yaw``."""
-    return (f"x {c.lin_vel_x_m_s[0]:g}…{c.lin_vel_x_m_s[1]:g}, y ±{c.lin_vel_y_m_s[1]:g}, "
-            f"yaw ±{c.ang_vel_z_rad_s[1]:g}")
+    return (
+        f"x {c.lin_vel_x_m_s[0]:g}…{c.lin_vel_x_m_s[1]:g}, y ±{c.lin_vel_y_m_s[1]:g}, "
+        f"yaw ±{c.ang_vel_z_rad_s[1]:g}"
+    )
 
 
 def value_text(name: str, value: Any) -> str:
@@ -75,50 +77,64 @@ def changes(preset: tuning.VelocityTuning) -> str:
         if f.name == "mirror_symmetry":
             out.append("left–right symmetry augmentation")
         elif f.name == "standing_stages":
-            out.append(f"standing envs {old[0].fraction:.0%} → {new[0].fraction:.0%} "
-                       "from the start")
+            out.append(
+                f"standing envs {old[0].fraction:.0%} → {new[0].fraction:.0%} from the start"
+            )
         elif f.name == "commands":
             out.append(f"commands {command_text(new)} (was {command_text(old)})")
         elif f.name == "action_rate_stages":
             out.append(f"action-rate ramp {value_text(f.name, new)}")
         else:
             label, unit = LABELS[f.name]
-            out.append(f"{label} {value_text(f.name, old)} → {value_text(f.name, new)} "
-                       f"{unit}".strip())
+            out.append(
+                f"{label} {value_text(f.name, old)} → {value_text(f.name, new)} {unit}".strip()
+            )
     return "; ".join(out)
 
 
-def outcome_text(outcomes: pd.DataFrame, name: str,
-                 command_mps: float = acceptance.PROTOCOL_LIN_VEL_X) -> str:
+def outcome_text(
+    outcomes: pd.DataFrame, name: str, command_mps: float = acceptance.PROTOCOL_LIN_VEL_X
+) -> str:
     """A replayed preset's outcome from :func:`acceptance.preset_outcomes`' row ``name``."""
     row = outcomes.loc[name]
     n, stable = row["checkpoints replayed"], row["stable"]
     falls = f" ({n - stable} of {n} replays ends in a fall)" if stable < n else ""
     speed = row["best mean forward velocity (m/s)"]
     if abs(row["largest 4 s displacement (m)"]) < STANDS_BELOW_M:
-        return (f"stands: no checkpoint moves more than "
-                f"{abs(row['largest 4 s displacement (m)']):.3f} m in 4 s{falls}")
+        return (
+            f"stands: no checkpoint moves more than "
+            f"{abs(row['largest 4 s displacement (m)']):.3f} m in 4 s{falls}"
+        )
     if row["walks"] != "yes":
-        return (f"steps, but at most {speed:.3f} m/s under {command_mps:g} m/s, one pace "
-                f"whatever the command (chapter 6){falls}")
-    return (f"walks forward at {speed:.3f} m/s under {command_mps:g} m/s for 4 s "
-            f"({row['best checkpoint']}), but in circles (chapter 6): the original recipe's "
-            "preset")
+        return (
+            f"steps, but at most {speed:.3f} m/s under {command_mps:g} m/s, one pace "
+            f"whatever the command (chapter 6){falls}"
+        )
+    return (
+        f"walks forward at {speed:.3f} m/s under {command_mps:g} m/s for 4 s "
+        f"({row['best checkpoint']}), but in circles (chapter 6): the original recipe's "
+        "preset"
+    )
 
 
 def scale_outcomes(n_walker_seeds: int, n_narrow_seeds: int) -> dict[str, str]:
     """The outcomes of the two recipes trained at scale, judged by their gait tests."""
     return {
-        "walker": (f"the closest to walking: turns on command and walks forward and backward "
-                   f"within minutes, but no checkpoint of its {n_walker_seeds} seeds passes "
-                   f"the gait test (next section)"),
-        "walker_narrow": (f"stands still, but never learns to turn; no checkpoint of its "
-                          f"{n_narrow_seeds} seeds passes the gait test (next section)"),
+        "walker": (
+            f"the closest to walking: turns on command and walks forward and backward "
+            f"within minutes, but no checkpoint of its {n_walker_seeds} seeds passes "
+            f"the gait test (next section)"
+        ),
+        "walker_narrow": (
+            f"stands still, but never learns to turn; no checkpoint of its "
+            f"{n_narrow_seeds} seeds passes the gait test (next section)"
+        ),
     }
 
 
-def preset_table(walker_runs: Sequence[Any], narrow_runs: Sequence[Any],
-                 results_root: str | Path | None = None) -> pd.DataFrame:
+def preset_table(
+    walker_runs: Sequence[Any], narrow_runs: Sequence[Any], results_root: str | Path | None = None
+) -> pd.DataFrame:
     """One row per preset tried: built on, what it changed, and its outcome."""
     if results_root is None:
         from mjlab_microduck.book import results
@@ -129,19 +145,26 @@ def preset_table(walker_runs: Sequence[Any], narrow_runs: Sequence[Any],
     rows = []
     for p in TABLE_PRESETS:
         parent = BUILT_ON[p.name]
-        rows.append({"preset": p.name.upper(), "built on": parent.name.upper() if parent else "",
-                     "what it changed": changes(p),
-                     "outcome": at_scale.get(p.name) or outcome_text(outcomes, p.name)})
+        rows.append(
+            {
+                "preset": p.name.upper(),
+                "built on": parent.name.upper() if parent else "",
+                "what it changed": changes(p),
+                "outcome": at_scale.get(p.name) or outcome_text(outcomes, p.name),
+            }
+        )
     return pd.DataFrame(rows).set_index("preset")
 
 
 def inside(command: Any, ranges: tuning.CommandRanges, eps: float = 1e-9) -> bool:
     """Whether a command (``lin_vel_x``, ``lin_vel_y``, ``ang_vel_z``) lies in ``ranges``."""
-    return (ranges.lin_vel_x_m_s[0] - eps <= command.lin_vel_x <= ranges.lin_vel_x_m_s[1] + eps
-            and abs(command.lin_vel_y) <= ranges.lin_vel_y_m_s[1] + eps
-            and abs(command.ang_vel_z) <= ranges.ang_vel_z_rad_s[1] + eps)
+    return (
+        ranges.lin_vel_x_m_s[0] - eps <= command.lin_vel_x <= ranges.lin_vel_x_m_s[1] + eps
+        and abs(command.lin_vel_y) <= ranges.lin_vel_y_m_s[1] + eps
+        and abs(command.ang_vel_z) <= ranges.ang_vel_z_rad_s[1] + eps
+    )
 
 
 def kernel_share(error: float, std: float) -> float:
     """Share of a tracking term's reward earned with this error: ``exp(-error^2 / std^2)``."""
-    return math.exp(-error**2 / std**2)
+    return math.exp(-(error**2) / std**2)

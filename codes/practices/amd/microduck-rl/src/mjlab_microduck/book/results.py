@@ -214,12 +214,21 @@ HEADLINE_KEYS: tuple[str, ...] = (
 
 
 class IterationLog:
-    """A text stream for ``train.run(stream=...)`` that prints only the iteration headlines.
+    """A text stream for ``train.run(stream=...)`` that prints one line per PPO iteration.
 
-    rsl_rl prints about 45 lines per iteration; a page keeps the iteration header, throughput,
-    mean reward and episode length, the termination terms and the iteration time (plus any
-    traceback). The full log stays in the run's ``train.log``. Colour codes are stripped.
+    rsl_rl prints about 45 lines per iteration; a page keeps, per iteration, the reward, the
+    episode length, the throughput, the iteration time and the termination terms that fired,
+    on one line (``iteration 3/10: reward -1.25, episode length 19.7, 109 steps/s, 3.5 s;
+    fell_over 2.0``), plus any traceback or checkpoint-loading line as it comes. The full log
+    stays in the run's ``train.log``. Colour codes are stripped.
     """
+
+    _FIELDS = {
+        "Mean reward:": "reward {}",
+        "Mean episode length:": "episode length {}",
+        "Steps per second:": "{} steps/s",
+        "Iteration time:": "{}",
+    }
 
     def __init__(self, out: TextIO | None = None, keys: Sequence[str] = HEADLINE_KEYS):
         self.out = out
@@ -227,6 +236,9 @@ class IterationLog:
         self.lines_seen = 0
         self.lines_shown = 0
         self._pending = ""
+        self._iteration: str | None = None
+        self._values: list[str] = []
+        self._terms: list[str] = []
 
     def write(self, text: str) -> int:
         self._pending += text
@@ -242,17 +254,44 @@ class IterationLog:
         if self._pending:
             self._line(self._pending)
             self._pending = ""
+        self._emit_iteration()
         self.flush()
+
+    def _show(self, line: str) -> None:
+        (self.out or sys.stdout).write(line + "\n")
+        self.lines_shown += 1
+
+    def _emit_iteration(self) -> None:
+        if self._iteration is None:
+            return
+        text = f"iteration {self._iteration}: " + ", ".join(self._values)
+        if self._terms:
+            text += "; " + ", ".join(self._terms)
+        self._show(text.rstrip(": "))
+        self._iteration, self._values, self._terms = None, [], []
 
     def _line(self, raw: str) -> None:
         self.lines_seen += 1
-        line = _ANSI_RE.sub("", raw).rstrip()
-        if any(key in line for key in self.keys):
-            # The iteration header is centred in 80 columns; the rest keep rsl_rl's alignment.
-            if "Learning iteration" in line:
-                line = line.strip()
-            (self.out or sys.stdout).write(line + "\n")
-            self.lines_shown += 1
+        line = _ANSI_RE.sub("", raw).strip()
+        if not any(key in line for key in self.keys):
+            return
+        if line.startswith("Learning iteration"):
+            self._emit_iteration()
+            self._iteration = line.split("Learning iteration", 1)[1].strip()
+            return
+        key, _, value = line.partition(": ")
+        if self._iteration is not None and f"{key}:" in self._FIELDS:
+            self._values.append(self._FIELDS[f"{key}:"].format(value.strip()))
+        elif self._iteration is not None and key.startswith("Episode_Termination/"):
+            try:
+                fired = float(value) != 0.0
+            except ValueError:
+                fired = True
+            if fired:
+                self._terms.append(f"{key.split('/', 1)[1]} {value.strip()}")
+        elif self._iteration is None or not key.startswith(("Total steps",)):
+            self._emit_iteration()
+            self._show(line)
 
 
 def finished_run_like(request: TrainRequest, root: str | Path) -> TrainingRun | None:

@@ -44,14 +44,17 @@ def resume_table(runs: Sequence[wr.SeedRun]) -> pd.DataFrame:
     for run in runs:
         p = run.progress()
         for _, row in p[p["iteration"] >= start].iterrows():
-            rows.append({
-                "seed": run.seed, "checkpoint": f"model_{int(row['iteration'])}",
-                "stage": "first (last checkpoint)" if row["iteration"] == start else "resumed",
-                "minutes": round(row["minutes"], 1),
-                "failed conditions": int(row["failed_conditions"]),
-                "skills held": held_text(row),
-                "passes the gait test": "yes" if row["walker"] else "no",
-            })
+            rows.append(
+                {
+                    "seed": run.seed,
+                    "checkpoint": f"model_{int(row['iteration'])}",
+                    "stage": "first (last checkpoint)" if row["iteration"] == start else "resumed",
+                    "minutes": round(row["minutes"], 1),
+                    "failed conditions": int(row["failed_conditions"]),
+                    "skills held": held_text(row),
+                    "passes the gait test": "yes" if row["walker"] else "no",
+                }
+            )
     return pd.DataFrame(rows).set_index(["seed", "checkpoint"])
 
 
@@ -65,13 +68,19 @@ def _stage_facts(runs: Sequence[wr.SeedRun]) -> dict[str, str]:
     first_rec, resume_rec = runs[0].stages[0][1], runs[0].stages[1][1]
     start, more = resume_from(runs), resume_rec.config["iterations"]
     expected = results.expected_checkpoints(start, more, resume_rec.config["save_interval"])
-    if not all(str(run.stages[1][1].summary["last_checkpoint"]).endswith(expected[-1])
-               for run in runs):
+    if not all(
+        str(run.stages[1][1].summary["last_checkpoint"]).endswith(expected[-1]) for run in runs
+    ):
         raise ValueError("a walker resume did not end where the rule says")
     gait_its = [it for it, _, _ in runs[0].gait]
-    return {"envs": f"{first_rec.config['num_envs']}", "nseeds": f"{len(runs)}",
-            "more": f"{more}", "last_ckpt": expected[-1], "from_ckpt": f"model_{start}.pt",
-            "every": f"{gait_its[1] - gait_its[0]}"}
+    return {
+        "envs": f"{first_rec.config['num_envs']}",
+        "nseeds": f"{len(runs)}",
+        "more": f"{more}",
+        "last_ckpt": expected[-1],
+        "from_ckpt": f"model_{start}.pt",
+        "every": f"{gait_its[1] - gait_its[0]}",
+    }
 
 
 def _table_findings(table: pd.DataFrame, start: int) -> dict[str, str]:
@@ -81,8 +90,10 @@ def _table_findings(table: pd.DataFrame, start: int) -> dict[str, str]:
         after = t.iloc[1:]
         (fewer if after["failed conditions"].min() < before else not_fewer).append(f"{seed}")
         best, last = after["failed conditions"].idxmin()[1], after.index[-1][1]
-        text = (f"seed {seed}: {before} at model_{start}, at best "
-                f"{int(after['failed conditions'].min())} ({best})")
+        text = (
+            f"seed {seed}: {before} at model_{start}, at best "
+            f"{int(after['failed conditions'].min())} ({best})"
+        )
         if best != last:
             text += f", {int(after['failed conditions'].iloc[-1])} at {last}"
         per_seed.append(text)
@@ -101,15 +112,19 @@ def _table_findings(table: pd.DataFrame, start: int) -> dict[str, str]:
     return {
         "failed": "; ".join(per_seed),
         "direction": "; ".join(direction),
-        "gained": (f"no seed holds a skill after the resume that it did not hold at "
-                   f"model_{start}") if not gained else "; ".join(
-            f"seed {seed} gains {', '.join(g)}" for seed, g in gained.items()),
-        "any_pass": ("A resumed checkpoint passes the gait test"
-                     if (table["passes the gait test"] == "yes").any()
-                     else "No resumed checkpoint passes the gait test"),
-        "heading": ("some hold their heading"
-                    if table["skills held"].str.contains("holds its heading").any()
-                    else "none of them holds its heading"),
+        "gained": (f"no seed holds a skill after the resume that it did not hold at model_{start}")
+        if not gained
+        else "; ".join(f"seed {seed} gains {', '.join(g)}" for seed, g in gained.items()),
+        "any_pass": (
+            "A resumed checkpoint passes the gait test"
+            if (table["passes the gait test"] == "yes").any()
+            else "No resumed checkpoint passes the gait test"
+        ),
+        "heading": (
+            "some hold their heading"
+            if table["skills held"].str.contains("holds its heading").any()
+            else "none of them holds its heading"
+        ),
         "lost_falls": f"{len(lost_falls)}",
         "resumed_n": f"{int(resumed.sum())}",
     }
@@ -135,11 +150,12 @@ def heading_within(runs: Sequence[wr.SeedRun]) -> tuple[float | None, list[tuple
 
 def drift_cost(drift_rate: float, std: float) -> float:
     """The share of the yaw-rate tracking reward, ``exp(-e^2 / std^2)``, a drift forfeits."""
-    return 1 - math.exp(-drift_rate**2 / std**2)
+    return 1 - math.exp(-(drift_rate**2) / std**2)
 
 
-def resume_findings(runs: Sequence[wr.SeedRun], table: pd.DataFrame | None = None
-                    ) -> dict[str, str]:
+def resume_findings(
+    runs: Sequence[wr.SeedRun], table: pd.DataFrame | None = None
+) -> dict[str, str]:
     """The values chapter 5 quotes about the walker's resumes, as display strings."""
     table = resume_table(runs) if table is None else table
     start = resume_from(runs)
@@ -148,7 +164,8 @@ def resume_findings(runs: Sequence[wr.SeedRun], table: pd.DataFrame | None = Non
     its = sorted(next(iter(within))[1])
     found["robots_its"] = " and ".join(f"model_{i}" for i in its)
     found["within"] = "; ".join(
-        f"seed {seed}: " + " → ".join(f"{f[i]:.0%}" for i in its) for seed, f in within)
+        f"seed {seed}: " + " → ".join(f"{f[i]:.0%}" for i in its) for seed, f in within
+    )
     if threshold is None:
         raise ValueError("no gait test of the walker kept its robots.csv")
     found["threshold"] = f"{threshold:g}"
@@ -156,10 +173,14 @@ def resume_findings(runs: Sequence[wr.SeedRun], table: pd.DataFrame | None = Non
     drift_rate = threshold / gait_seconds
     std_now = tuning.WALKER.ang_vel_std_rad_s
     std_next = tuning.WALKER_NARROW.ang_vel_std_rad_s
-    found.update({
-        "drift_rate": f"{drift_rate:.2f}", "gait_seconds": f"{gait_seconds:g}",
-        "std_now": f"{std_now:.2f}", "std_next": f"{std_next:g}",
-        "cost_now": f"{drift_cost(drift_rate, std_now):.1%}",
-        "cost_next": f"{drift_cost(drift_rate, std_next):.1%}",
-    })
+    found.update(
+        {
+            "drift_rate": f"{drift_rate:.2f}",
+            "gait_seconds": f"{gait_seconds:g}",
+            "std_now": f"{std_now:.2f}",
+            "std_next": f"{std_next:g}",
+            "cost_now": f"{drift_cost(drift_rate, std_now):.1%}",
+            "cost_next": f"{drift_cost(drift_rate, std_next):.1%}",
+        }
+    )
     return found

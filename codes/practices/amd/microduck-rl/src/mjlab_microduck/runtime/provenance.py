@@ -241,7 +241,14 @@ def warp_facts(facts: RuntimeFacts, device: str | None = None) -> None:
         # code; provenance must not write into a notebook, a log or a --json document.
         with held_output((1, 2)) as native:
             wp.init()
-        facts.notes.extend(f"warp: {line}" for line in native.lines())
+        # Warp's "Warp CUDA warning: Could not find or load the NVIDIA CUDA driver" on a CPU
+        # machine is a fact about the machine, kept in plain words.
+        facts.notes.extend(
+            "warp: no NVIDIA CUDA driver found (CPU only)"
+            if "Could not find or load the NVIDIA CUDA driver" in line
+            else f"warp: {line}"
+            for line in native.lines()
+        )
         with contextlib.redirect_stdout(io.StringIO()):
             alias = device if device and device != "cpu" else None
             if alias is None and facts.torch_backend != "cpu":
