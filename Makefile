@@ -58,10 +58,12 @@ RUN := env PATH="$(VENV_ABS)/bin:$$PATH" WANDB_MODE="$${WANDB_MODE:-offline}" \
 # finds every chapter in the execution cache) and test.
 STAGE = echo "[stage] $(1) $(2) $$(date +%s.%N)"
 BOOK_JOBS ?= 2
-# pytest-xdist: the test files shared out over this many processes (auto: one per core), a
-# file's tests kept together so that a module fixture (a training, a replay) runs once.
-PYTEST_WORKERS ?= auto
-PYTEST_ARGS ?= -n $(PYTEST_WORKERS) --dist loadfile --durations=10
+# pytest-xdist: PYTEST_WORKERS=2 (or auto) shares the test files out over that many processes,
+# a file's tests kept together so that a module fixture (a training, a replay) runs once. The
+# default runs them in one process: under xdist a worker has ended in the middle of the drive
+# page's browser tests on the 2-core machine, which no serial run does.
+PYTEST_WORKERS ?= 0
+PYTEST_ARGS ?= -n $(PYTEST_WORKERS) $(if $(filter 0,$(PYTEST_WORKERS)),,--dist loadfile) --durations=10
 
 .PHONY: help venv system-deps drive book test results chapter-times ci-times clean
 
@@ -75,7 +77,7 @@ help:
 	@echo "make venv         create/update $(VENV)"
 	@echo "make system-deps  install Debian packages for rendering and browser tests"
 	@echo "make clean        remove _build and caches"
-	@echo "options: VENV=<dir>  MICRODUCK_PROFILE=ci|full  BOOK_JOBS=2  PYTEST_WORKERS=auto"
+	@echo "options: VENV=<dir>  MICRODUCK_PROFILE=ci|full  BOOK_JOBS=2  PYTEST_WORKERS=0|2|auto"
 
 venv: $(VENV_STAMP)
 
