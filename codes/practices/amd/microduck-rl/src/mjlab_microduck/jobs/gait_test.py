@@ -288,7 +288,7 @@ class _HeldCommand:
 
     def __init__(self, term, target, steered=None):
         self.term, self.target, self.checks = term, target, 0
-        self.steered = steered if steered is not None else target[:, 0] != target[:, 0]
+        self.steered = steered if steered is not None else target.new_zeros(len(target)).bool()
         # The env resamples a command at reset, then computes the observation the policy sees;
         # replacing the term's resampling makes that first observation carry the test command.
         term._resample_command = self._resample
