@@ -55,6 +55,23 @@ def test_walk_then_turn_is_5_s_straight_then_5_s_turning():
     assert replay.check_schedule(replay.WALK_THEN_TURN) == replay.WALK_THEN_TURN
 
 
+def test_the_tour_commands_each_kind_of_gait_case_inside_the_walker_ranges():
+    from mjlab_microduck.tasks import tuning
+
+    assert replay.SCHEDULES["tour"] == (replay.TOUR, replay.TOUR_FRAMES)
+    assert replay.check_schedule(replay.TOUR) == replay.TOUR
+    assert replay.TOUR_FRAMES * DT == pytest.approx(12.0)
+    kinds = {(vx != 0, vy != 0, wz != 0) for _, vx, vy, wz in replay.TOUR}
+    # forward, sideways, turning in place, standing
+    assert kinds == {(True, False, False), (False, True, False), (False, False, True),
+                     (False, False, False)}  # fmt: skip
+    ranges = tuning.WALKER_HEADING.commands
+    for _, vx, vy, wz in replay.TOUR:
+        assert ranges.lin_vel_x_m_s[0] <= vx <= ranges.lin_vel_x_m_s[1]
+        assert ranges.lin_vel_y_m_s[0] <= vy <= ranges.lin_vel_y_m_s[1]
+        assert ranges.ang_vel_z_rad_s[0] <= wz <= ranges.ang_vel_z_rad_s[1]
+
+
 def test_without_a_schedule_the_fixed_command_is_a_one_segment_schedule():
     request = ReplayRequest(checkpoint=MODEL_1498, lin_vel_x=0.3, ang_vel_z=-0.2)
     assert request.segments() == ((0.0, 0.3, 0.0, -0.2),)

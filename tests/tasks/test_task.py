@@ -158,3 +158,34 @@ def test_the_sharpened_walker_narrows_both_kernels_at_iteration_300():
             assert widths == pytest.approx(expected)
     finally:
         env.close()
+
+
+HEADING_TASK = "Mjlab-Velocity-Flat-MicroDuck-WalkerHeadingTuning"
+
+
+def test_holding_the_yaw_rate_drops_the_heading_range_mjlab_would_refuse():
+    from mjlab.tasks.registry import load_env_cfg
+
+    from mjlab_microduck.tasks.velocity import hold_yaw_rate
+
+    twist = load_env_cfg(HEADING_TASK, play=True).commands["twist"]
+    assert twist.heading_command and twist.ranges.heading is not None  # trained with it
+    for _ in range(2):  # idempotent
+        hold_yaw_rate(twist)
+        assert not twist.heading_command and twist.rel_heading_envs == 0.0
+        assert twist.ranges.heading is None
+
+
+def test_a_heading_walker_builds_as_a_one_env_replay_and_export():
+    from mjlab_microduck.jobs import export, replay
+
+    for cfg in (export._env_cfg(HEADING_TASK),
+                replay._replay_cfg(replay.ReplayRequest(checkpoint=Path("unused.pt"),
+                                                        task=HEADING_TASK))):  # fmt: skip
+        twist = cfg.commands["twist"]
+        assert not twist.heading_command and twist.ranges.heading is None
+        env = ManagerBasedRlEnv(cfg, device="cpu")  # mjlab's command term accepts it
+        try:
+            assert env.num_envs == 1
+        finally:
+            env.close()

@@ -80,6 +80,8 @@ def _env_cfg(task: str):
     end of its range, so mjlab's observation and the spec's pipeline can be compared exactly."""
     from mjlab.tasks.registry import load_env_cfg
 
+    from mjlab_microduck.tasks import velocity
+
     cfg = load_env_cfg(task, play=True)
     cfg.scene.num_envs = 1
     for name, event in list(cfg.events.items()):
@@ -92,8 +94,8 @@ def _env_cfg(task: str):
         actuator.delay_max_lag = actuator.delay_min_lag
     twist = cfg.commands["twist"]
     twist.resampling_time_range = (1.0e9, 1.0e9)
-    twist.rel_standing_envs = twist.rel_heading_envs = twist.rel_forward_envs = 0.0
-    twist.heading_command = False
+    twist.rel_standing_envs = twist.rel_forward_envs = 0.0
+    velocity.hold_yaw_rate(twist)
     return cfg
 
 

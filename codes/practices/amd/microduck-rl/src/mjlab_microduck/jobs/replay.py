@@ -82,9 +82,20 @@ WALK_THEN_TURN: tuple[Segment, ...] = ((0.0, 0.2, 0.0, 0.0), (5.0, 0.15, 0.0, 0.
 0.5 rad/s (143 degrees commanded), both inside the command ranges FORWARD_TRACKING trained on.
 Whether a policy followed it is in the record's ``segment_<i>_mean_wz_b_radps``."""
 WALK_THEN_TURN_FRAMES = 500
-ScheduleName = Literal["walk_then_turn"]
+TOUR: tuple[Segment, ...] = (
+    (0.0, 0.2, 0.0, 0.0),
+    (4.0, 0.0, 0.15, 0.0),
+    (7.0, 0.0, 0.0, 1.0),
+    (10.0, 0.0, 0.0, 0.0),
+)
+"""The walker's video: 4 s forward at 0.2 m/s, 3 s sideways left at 0.15 m/s, 3 s turning in
+place at 1.0 rad/s, 2 s standing: one clip of every kind of command the gait test checks, each
+inside the walker recipe's command ranges."""
+TOUR_FRAMES = 600
+ScheduleName = Literal["walk_then_turn", "tour"]
 SCHEDULES: dict[ScheduleName, tuple[tuple[Segment, ...], int]] = {
     "walk_then_turn": (WALK_THEN_TURN, WALK_THEN_TURN_FRAMES),
+    "tour": (TOUR, TOUR_FRAMES),
 }
 """Named schedules for the CLI (``--schedule``, one of :data:`ScheduleName`): segments and the
 frames (at 50 Hz) they are meant for."""
@@ -307,6 +318,8 @@ def _replay_cfg(request: ReplayRequest):
     from mjlab.tasks.registry import list_tasks, load_env_cfg
     from mjlab.viewer import ViewerConfig
 
+    from mjlab_microduck.tasks import velocity
+
     if request.task not in list_tasks():
         raise ReplayError(f"unknown task {request.task!r}; known: {', '.join(list_tasks())}")
     cfg = load_env_cfg(request.task, play=True)
@@ -322,8 +335,7 @@ def _replay_cfg(request: ReplayRequest):
     twist.ranges.ang_vel_z = (wz, wz)
     twist.rel_standing_envs = 0.0
     twist.rel_forward_envs = 0.0
-    twist.rel_heading_envs = 0.0
-    twist.heading_command = False
+    velocity.hold_yaw_rate(twist)
     twist.resampling_time_range = (1.0e9, 1.0e9)
     cfg.viewer.width = request.width
     cfg.viewer.height = request.height

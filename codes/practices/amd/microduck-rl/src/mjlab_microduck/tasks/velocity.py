@@ -384,6 +384,15 @@ def _configure_terminations(cfg: ManagerBasedRlEnvCfg, below_ground_guard: bool)
         )
 
 
+def hold_yaw_rate(twist: UniformVelocityCommandCfg) -> None:
+    """Switch mjlab's heading command off, so the yaw-rate command written is the one the policy
+    sees. mjlab refuses a heading range without the heading command (a task trained with it,
+    such as ``WALKER_HEADING``, has one), so the range goes too. Idempotent."""
+    twist.heading_command = False
+    twist.rel_heading_envs = 0.0
+    twist.ranges.heading = None
+
+
 def _apply_play_overrides(cfg: ManagerBasedRlEnvCfg) -> None:
     cfg.episode_length_s = int(1e9)
     cfg.observations["actor"].enable_corruption = False
