@@ -140,3 +140,33 @@ def wall_text(seconds: float | None) -> str:
     if seconds < 90:
         return duration_text(seconds)
     return f"{seconds:.0f} s ({duration_text(seconds)})"
+
+
+# --------------------------------------------------------------------------- values read from runs
+
+
+def facts_table(columns: Mapping[str, tuple[RunRecord, Mapping[str, Any]]]) -> pd.DataFrame:
+    """Named values read from runs, one column per labelled run.
+
+    The first three rows say which run, on which machine and in which profile the column comes
+    from, so a page shows a run's figures in one table instead of restating them in its prose.
+    A value one column has and another lacks is left missing there.
+    """
+    frame = pd.DataFrame(
+        {
+            label: {
+                "run": record.run_id,
+                "machine": record_machine_text(record),
+                "profile": record.provenance.profile or "unknown",
+                **values,
+            }
+            for label, (record, values) in columns.items()
+        }
+    )
+    frame.index.name = "value"
+    return frame
+
+
+def run_facts(record: RunRecord, values: Mapping[str, Any], label: str | None = None) -> pd.DataFrame:
+    """:func:`facts_table` of one run, its column labelled ``label`` (default: the run id)."""
+    return facts_table({label or record.run_id: (record, values)})
