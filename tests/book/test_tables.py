@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
-from mjlab_microduck.book import tables
 import run_fakes
+
+from mjlab_microduck.book import tables
 
 
 def test_facts_table_names_the_run_machine_and_profile_above_each_column():
@@ -23,7 +24,8 @@ def test_facts_table_names_the_run_machine_and_profile_above_each_column():
     assert frame.loc["machine", "recorded"] == "one NVIDIA H200, driver 580, CUDA 13.0"
     assert frame.loc["profile", "live"] == "ci"
     assert frame.loc["iterations", "live"] == 5
-    assert not isinstance(frame.loc["walks", "live"], str) and math.isnan(frame.loc["walks", "live"])
+    missing = frame.loc["walks", "live"]
+    assert not isinstance(missing, str) and math.isnan(missing)
 
 
 def test_run_facts_labels_its_one_column_with_the_run_id_unless_told():

@@ -67,6 +67,7 @@ def test_chapter_4_states_the_recipes_and_their_published_runs_as_they_are():
     assert original.summary["iterations"] == full.main_iterations
     ratio = main.config["num_envs"] // original.config["num_envs"]
     standing = train_pages.standing_share(acceptance.PROTOCOL_LIN_VEL_X, FT.lin_vel_std_m_s)
+    kernel_share = preset_pages.kernel_share
     side_error = 0.25 * 0.15  # a sideways robot making three quarters of a 0.15 m/s command
     stated = [
         f"{full.main_envs} environments, {full.main_iterations} iterations",
@@ -89,14 +90,14 @@ def test_chapter_4_states_the_recipes_and_their_published_runs_as_they_are():
         f"still earns {preset_pages.kernel_share(side_error, W.lin_vel_std_m_s):.0%} of the term "
         f"under the old kernel, {preset_pages.kernel_share(side_error, WN.lin_vel_std_m_s):.0%} "
         "under the new one",
-        f"costs {1 - preset_pages.kernel_share(0.05, W.ang_vel_std_rad_s):.1%} of the yaw-rate "
-        f"reward under the old kernel and {1 - preset_pages.kernel_share(0.05, WN.ang_vel_std_rad_s):.1%}",
+        f"costs {1 - kernel_share(0.05, W.ang_vel_std_rad_s):.1%} of the yaw-rate reward under "
+        f"the old kernel and {1 - kernel_share(0.05, WN.ang_vel_std_rad_s):.1%}",
         f"still earns {preset_pages.kernel_share(0.5, W.ang_vel_std_rad_s):.0%} of the yaw-rate "
         "reward under the old kernel",
         f"under the new one it earns {preset_pages.kernel_share(0.5, WN.ang_vel_std_rad_s):.0%}",
     ]
     missing = [fact for fact in stated if fact not in text]
-    assert missing == [], f"chapter 4 does not state these as the code and records have them: {missing}"
+    assert missing == [], f"chapter 4 does not state these as its code and records: {missing}"
 
     # WALKER keeps FORWARD_TRACKING's rewards: the page says it changes only the command space,
     # the symmetry and the number of environments.

@@ -7,7 +7,7 @@ the map of runs in ``book/results/README.md``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -167,6 +167,8 @@ def facts_table(columns: Mapping[str, tuple[RunRecord, Mapping[str, Any]]]) -> p
     return frame
 
 
-def run_facts(record: RunRecord, values: Mapping[str, Any], label: str | None = None) -> pd.DataFrame:
+def run_facts(
+    record: RunRecord, values: Mapping[str, Any], label: str | None = None
+) -> pd.DataFrame:
     """:func:`facts_table` of one run, its column labelled ``label`` (default: the run id)."""
     return facts_table({label or record.run_id: (record, values)})
