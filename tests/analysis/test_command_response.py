@@ -53,23 +53,17 @@ def test_one_command_has_no_slope_and_no_commands_no_sweep():
         command_sweep.sweep(replay.ReplayRequest(checkpoint=RECIPE_1498), commands=())
 
 
-@pytest.mark.parametrize(
-    ("velocities", "done", "expected"),
-    [
-        ((0.0, 0.2, 0.4), None, "it follows the command: its speed rises by 1.00 m/s per m/s of "
-         "command, without a termination."),
-        ((0.0, 0.005, 0.3), None, "it follows the command: its speed rises by 0.75 m/s per m/s "
-         "of command, without a termination; but told 0.2 m/s it stands (under 0.01 m/s), so its "
-         "speed control begins only above that."),
-        ((0.065, 0.065, 0.065), None, "it does not follow the command; told to stand, it still "
-         "walks off; told to go faster, it does not: it has learned one gait, not a controller "
-         "of its speed."),
-        ((0.0, 0.06, 0.12), [0, 0, 2], "it does not follow the command; 2 termination(s) in the "
-         "sweep; its speed rises by only 0.30 m/s per m/s of command."),
-    ],
-)  # fmt: skip
-def test_verdict_sentence_names_what_the_sweep_shows(velocities, done, expected):
-    assert command_sweep.verdict_sentence(_swept(velocities, done=done)) == expected
+def test_findings_give_the_slope_the_rule_and_where_the_policy_stands():
+    follows = command_sweep.findings(_swept((0.0, 0.005, 0.3)))
+    assert follows.iloc[0] == pytest.approx(0.75) and follows["terminations"] == 0
+    assert follows["follows the command (slope ≥ 0.5, no termination)"]
+    assert follows["commands it stands under (m/s, speed < 0.01)"] == "0.2"
+    assert not follows["walks off when told to stand"]
+    one_gait = command_sweep.findings(_swept((0.065, 0.065, 0.065)))
+    assert not one_gait["follows the command (slope ≥ 0.5, no termination)"]
+    assert one_gait["walks off when told to stand"]
+    falls = command_sweep.findings(_swept((0.0, 0.06, 0.12), done=[0, 0, 2]))
+    assert falls["terminations"] == 2
 
 
 def test_plot_response_draws_the_measured_points_and_both_guides():

@@ -102,48 +102,33 @@ def test_sim2sim_table_compares_like_with_like():
     outside = drive.outside_warp(table)
     assert list(outside.index) == ["forward 0.15 m/s"]
     assert outside.loc["forward 0.15 m/s", "by"] == pytest.approx(0.05)
-    sentence = drive.difference_sentence(outside)
-    assert "in 1 case: forward 0.15 m/s (progress / command 1.05, 0.050 above the best" in sentence
-    assert "within the range" in drive.difference_sentence(outside.iloc[:0])
 
 
-def test_stall_sentence_names_case_and_delay():
+def test_stalls_marks_the_linear_cases_under_the_stall_line_per_delay():
     sweep = pd.DataFrame(
         {"measure": ["progress / command", "progress / command", "moved (m)"],
          "0 (0 ms)": [0.01, 0.9, 0.0], "1 (5 ms)": [0.9, 0.9, 0.01], "2 (10 ms)": [0.1, 0.05, 0.0]},
         index=["backward 0.2 m/s", "forward 0.4 m/s", "stand"])  # fmt: skip
-    assert drive.stall_sentence(sweep) == (
-        "Here the robot stalls (covers less than 0.2 of the command) in: backward 0.2 m/s with "
-        "0 and 2 physics steps of delay; forward 0.4 m/s with 2 physics steps of delay."
-    )
-    assert "no straight line stalls" in drive.stall_sentence(sweep[["measure", "1 (5 ms)"]])
+    stalled = drive.stalls(sweep)
+    assert list(stalled.index) == ["backward 0.2 m/s", "forward 0.4 m/s"]
+    assert stalled.loc["backward 0.2 m/s"].tolist() == [True, False, True]
+    assert stalled.loc["forward 0.4 m/s"].tolist() == [False, False, True]
 
 
-def test_heading_sentence_counts_and_names_the_worst_case():
-    table = pd.DataFrame(
-        {
-            "compared": ["yaw rate held at 0", "yaw rate held at 0", "yaw rate commanded"],
-            "Warp median |Δheading| (rad)": [0.2, 0.8, float("nan")],
-            "plain |Δheading| (rad)": [0.05, 0.5, float("nan")],
-        },
-        index=["forward 0.15 m/s", "sideways left 0.15 m/s", "turn in place +0.5 rad/s"],
-    )
-    assert drive.heading_sentence(table) == (
-        "it turns less than the median Warp robot in 2 of 2 cases without a yaw command, at "
-        "most 0.50 rad in 10 s (sideways left 0.15 m/s, where the median Warp robot turns "
-        "0.80 rad)"
-    )
-    assert "no case" in drive.heading_sentence(table.iloc[2:])
+def test_warp_modes_follow_the_record():
+    old = pd.DataFrame({"case": ["stand", "turn"], "ang_vel_z": [0.0, 0.5]})
+    assert drive.warp_modes(old) == ["heading", "open_loop"]
+    assert drive.warp_modes(old.assign(mode="heading")) == ["heading"]
+    assert drive.warp_modes(old.iloc[:0]) == []
 
 
-def test_warp_mode_sentence_follows_the_record():
-    old = pd.DataFrame({"case": ["stand"], "ang_vel_z": [0.0]})
-    assert "held the yaw-rate command at 0" in drive.warp_mode_sentence(old)
-    assert "ran both modes" in drive.warp_mode_sentence(old.assign(mode="heading"))
-    assert "no published MuJoCo Warp gait test" in drive.warp_mode_sentence(old.iloc[:0])
+def test_export_facts_read_the_published_export():
+    facts = drive.export_facts(drive.export_folder(make=False))
+    assert facts["physics steps per policy step"] >= 1
+    assert facts["heading law stiffness"] == f"{gait.HEADING_CONTROL_STIFFNESS:g}"
+    assert "/" in facts["actuator delay, physics steps: drawn in training / fixed"]
 
 
-@pytest.mark.slow
 def test_write_drive_files_labels_what_the_page_drives(tmp_path):
     folder = drive.write_drive_files(tmp_path)
     about = json.loads((tmp_path / drive.ABOUT_FILENAME).read_text())

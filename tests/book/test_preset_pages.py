@@ -66,3 +66,19 @@ def test_preset_table_from_the_published_records():
     assert table.loc["WALKER", "built on"] == "FORWARD_TRACKING"
     assert "3 seeds" in table.loc["WALKER", "outcome"]
     assert table["outcome"].str.len().min() > 0
+
+
+def test_candidate_table_lists_every_candidate_and_what_was_trained(tmp_path):
+    import run_fakes
+
+    from mjlab_microduck.runs import records
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    config = {"task": "t", "num_envs": 8, "iterations": 2, "tuning": {"name": "walker"}}
+    records.write_record(run_fakes.record(config=config), folder)
+    table = preset_pages.candidate_table(tmp_path)
+    assert list(table.index) == [p.name for p in tuning.CANDIDATE_PRESETS]
+    assert bool(table.loc["walker", "trained"])
+    assert not table.drop(index="walker")["trained"].any()
+    assert table.loc["walker", "yaw-rate std (rad/s)"] == round(tuning.WALKER.ang_vel_std_rad_s, 2)

@@ -114,3 +114,87 @@ def test_chapter_4_states_the_recipes_and_their_published_runs_as_they_are():
     frame = wr.progress_frame(runs)
     falls = (~frame["never falls"]).groupby(frame["seed"]).sum()
     assert falls[44] > falls.drop(44).sum() and "Seed 44 is the weakest" in text
+
+
+def test_chapter_6_states_its_other_rules_and_recorded_outcomes_as_they_are():
+    from mjlab_microduck.analysis import acceptance, command_response
+    from mjlab_microduck.book import drive, preset_pages, replay_pages, results
+    from mjlab_microduck.tasks import tuning
+
+    text = prose("06_replay.md")
+    reference = replay_pages.reference_rows()
+    walkers = [n for n, s in reference.items() if acceptance.verdict(s).walks]
+    outcomes = acceptance.preset_outcomes(results.results_root())
+    others = outcomes.drop(index=tuning.DEFAULT_TUNING.name)
+    still = [n for n, row in others.iterrows()
+             if abs(row["largest 4 s displacement (m)"]) < preset_pages.STANDS_BELOW_M]  # fmt: skip
+    words = {5: "five", 4: "Four", 6: "six"}
+    stated = [
+        f"covers less than {drive.STALL_PROGRESS:g} of the command",
+        f"when the slope is at least {command_response.FOLLOWS_COMMAND_SLOPE:g}",
+        f"the command asks for {4 * acceptance.PROTOCOL_LIN_VEL_X:g} m",
+        f"the default preset ({tuning.DEFAULT_TUNING.name.upper()}, chapter 4)",
+        f"own task (`{acceptance.RECIPE_TASK}`)",
+        f"picks {acceptance.rank_checkpoints(reference)[0]} as the best checkpoint, and "
+        f"{' and '.join(walkers)} pass the walking threshold",
+        f"Chapter 4 trained {words[len(others)]} more presets",
+        f"{words[len(still)]} of the {words[len(outcomes)]} presets with recorded replays never "
+        f"move: {', '.join(still[:-1])} and {still[-1]} (no checkpoint goes further than "
+        f"{preset_pages.STANDS_BELOW_M:g} m in 4 s)",
+    ]
+    missing = [fact for fact in stated if fact not in text]
+    assert missing == [], f"chapter 6 does not state these as its code and records: {missing}"
+
+
+def test_chapter_5_states_the_task_commands_curricula_and_recorded_resume_as_they_are():
+    from mjlab_microduck.book import results
+    from mjlab_microduck.runtime import profiles
+    from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
+    from mjlab_microduck.tasks.velocity import (
+        TASK_ID,
+        TUNING_OF_TASK,
+        action_rate_stages,
+        standing_stages,  # fmt: skip
+    )
+
+    text = prose("05_resume_1500.md")
+    tuning = TUNING_OF_TASK[TASK_ID]
+    full = profiles.get("full")
+    end = full.main_iterations + full.resume_iterations  # the stages the resume reaches
+    standing = [s["fraction"] for s in standing_stages(tuning) if s["step"] // STEPS_PER_ENV < end]
+    rate = [s["weight"] for s in action_rate_stages(tuning) if s["step"] // STEPS_PER_ENV < end]
+    (x0, x1), (y0, y1), (w0, w1) = (tuning.commands.lin_vel_x_m_s, tuning.commands.lin_vel_y_m_s,
+                                    tuning.commands.ang_vel_z_rad_s)  # fmt: skip
+    resumed = results.published_run(results.RECIPE_RUN_1500).record
+    s = resumed.summary
+    stated = [
+        f"drawn from {x0:g} to {x1:g} m/s along the body's x axis",
+        f"and {y0:g} to {y1:g} m/s along y, and the yaw rate from {w0:g} to {w1:g} rad/s",
+        f"rises from {standing[0]:g} to {standing[-1]:g}",
+        f"penalty goes from {rate[0]:g} to {rate[-1]:g}",
+        f"loaded model_{resumed.config['resume_from_iteration']}.pt, ran iterations "
+        f"{s['first_iteration']} to {s['last_iteration']} and ended with {s['last_checkpoint']}",
+    ]
+    missing = [fact for fact in stated if fact not in text]
+    assert missing == [], f"chapter 5 does not state these as its code and records: {missing}"
+    first = results.published_run(results.RECIPE_RUN_500).record.summary
+    assert s["episode_length_first"] < first["episode_length_last"] < s["episode_length_last"]
+
+
+def test_chapter_8_states_the_rocm_pin_and_the_published_probes_as_they_are():
+    from urllib.parse import unquote
+
+    from mjlab_microduck.book import results
+    from mjlab_microduck.runs import records
+
+    text = prose("08_runtime_pitfalls.md")
+    requirements = unquote((REPO / "requirements-rocm.txt").read_text(encoding="utf-8"))
+    pin = re.search(r"^torch @ \S*/torch-(\d+\.\d+\.\d+\+rocm[\d.]+?)\.(?:lw|git)", requirements,
+                    flags=re.M)  # fmt: skip
+    assert pin and f"torch {pin.group(1)}, and the" in text
+    probes = [rec for _, rec in records.find_records(results.results_root()) if rec.kind == "probe"]
+    devices = {rec.provenance.device_name for rec in probes}
+    assert probes and devices == {"NVIDIA H200"}
+    assert "The published records were measured on an NVIDIA H200." in text
+    assert all(rec.provenance.backend != "hip" for rec in probes)
+    assert "No run of the probe on an AMD GPU is published with this book" in text

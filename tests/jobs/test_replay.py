@@ -403,10 +403,6 @@ def test_rules_reproduce_the_reported_conclusion():
     assert not acceptance.verdict(rows["model_499.pt"]).walks  # stands but does not walk
     assert acceptance.verdict(rows["model_750.pt"]).walks
     assert not acceptance.verdict(rows["model_1498.pt"]).walks  # stable, not the best tracker
-    sentence = replay_pages.acceptance_sentence(rows)
-    assert sentence.startswith("2 of the 5 replayed checkpoints walk") and "model_750" in sentence
-    only = replay_pages.acceptance_sentence({"model_499.pt": rows["model_499.pt"]})
-    assert only.endswith("The 4-s rule is not met.") and "0.0052 m/s of the 0.075" in only
     table = replay_pages.reference_table()
     assert list(table.columns) == list(acceptance.TABLE_COLUMNS)
     assert set(table["fell-like fraction"]) == {"0 (implied by the minima)"}
@@ -428,11 +424,12 @@ def test_device_comparison_shows_both_values_and_the_difference():
     velocity = table["mean forward velocity (m/s)"]
     assert velocity.tolist() == pytest.approx([0.1, 0.12, 0.02])
     assert table["min trunk z (m)"].iloc[2] == pytest.approx(-0.005)
-    sentence = replay_pages.device_agreement_sentence(live, recorded)
-    assert "outcomes agree" in sentence and "0.0200 m/s in mean forward velocity" in sentence
-    assert "differ for model_1.pt" in replay_pages.device_agreement_sentence(
-        live, {"model_1.pt": summary(done=1)}
-    )
+    agreement = replay_pages.agreement_table(live, recorded)
+    assert list(agreement.index) == ["model_1.pt"] and bool(agreement.loc["model_1.pt", "agree"])
+    assert agreement.loc["model_1.pt", "|Δ mean forward velocity| (m/s)"] == pytest.approx(0.02)
+    differ = replay_pages.agreement_table(live, {"model_1.pt": summary(done=1)})
+    assert not differ.loc["model_1.pt", "agree"]
+    assert differ.loc["model_1.pt", "outcome, recorded"].startswith("1 terminations, not stable")
     assert replay_pages.format_table(table.iloc[[2]])["4 s displacement (m)"].iloc[0] == "0.0800"
     tiny = pd.DataFrame({"min upright": [-1e-7]})
     assert replay_pages.format_table(tiny)["min upright"].iloc[0] == "0.0000"  # never "-0.0000"

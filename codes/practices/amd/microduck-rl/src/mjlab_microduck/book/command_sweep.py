@@ -1,8 +1,8 @@
 """The command sweep of chapter 6: replays under several commands, their verdict and plot.
 
 The rules (slope, "follows its command") are in :mod:`mjlab_microduck.analysis.command_response`;
-this module runs the replays (one per command, same seed and frames, no video), says what the
-rules found in a sentence and draws the response.
+this module runs the replays (one per command, same seed and frames, no video), gives what the
+rules found as values and draws the response.
 """
 
 from __future__ import annotations
@@ -60,40 +60,22 @@ def sweep(
     return pd.DataFrame(rows)
 
 
-def verdict_sentence(swept: pd.DataFrame) -> str:
-    """The sweep's outcome for the page: the rule's verdict and what the speeds show.
-
-    A policy that passes may still stand under small commands (it reaches half the command only
-    from some speed on); one that fails is told why: terminations, walking off when told to
-    stand, a flat response (one gait), or a rise too shallow.
-    """
-    slope = response_slope(swept)
+def findings(swept: pd.DataFrame) -> pd.Series:
+    """What the rules find in a sweep, as values for the page: the slope, the terminations,
+    whether the policy follows its command (slope at least :data:`FOLLOWS_COMMAND_SLOPE`, no
+    termination), the moving commands under which it stands anyway (under :data:`STILL_MPS`),
+    and whether it walks off when told to stand."""
     speed = dict(zip(swept["command_mps"], swept["mean_forward_velocity_mps"], strict=True))
-    terminations = int(swept["done_count"].sum())
-    if follows_command(swept):
-        text = (
-            f"it follows the command: its speed rises by {slope:.2f} m/s per m/s of command, "
-            "without a termination"
-        )
-        moving = [c for c in speed if c > 0]
-        still = [c for c in moving if abs(speed[c]) < STILL_MPS]
-        if still:
-            shown = ", ".join(f"{c:g}" for c in still)
-            text += (
-                f"; but told {shown} m/s it stands (under {STILL_MPS:g} m/s), so its speed "
-                "control begins only above that"
-            )
-        return text + "."
-    reasons = [f"{terminations} termination(s) in the sweep"] if terminations else []
-    if speed.get(0.0, 0.0) > 3 * STILL_MPS:
-        reasons.append("told to stand, it still walks off")
-    if slope < 0.2:
-        reasons.append(
-            "told to go faster, it does not: it has learned one gait, not a controller of its speed"
-        )
-    elif slope < FOLLOWS_COMMAND_SLOPE:
-        reasons.append(f"its speed rises by only {slope:.2f} m/s per m/s of command")
-    return "it does not follow the command; " + "; ".join(reasons) + "."
+    still = [c for c, v in speed.items() if c > 0 and abs(v) < STILL_MPS]
+    return pd.Series({
+        "slope (m/s per m/s of command)": round(response_slope(swept), 2),
+        "terminations": int(swept["done_count"].sum()),
+        f"follows the command (slope ≥ {FOLLOWS_COMMAND_SLOPE:g}, no termination)":
+            follows_command(swept),
+        f"commands it stands under (m/s, speed < {STILL_MPS:g})":
+            ", ".join(f"{c:g}" for c in still) or "none",
+        "walks off when told to stand": speed.get(0.0, 0.0) > 3 * STILL_MPS,
+    }, name="command sweep")  # fmt: skip
 
 
 def plot_response(swept: pd.DataFrame, title: str | None = None) -> Figure:

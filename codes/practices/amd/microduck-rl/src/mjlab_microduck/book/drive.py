@@ -235,20 +235,6 @@ def warp_robots(checkpoint: Path, results_root: str | Path | None = None) -> pd.
     return pd.read_csv(folder / "robots.csv")
 
 
-def difference_sentence(outside: pd.DataFrame) -> str:
-    """:func:`outside_warp`'s rows as one sentence."""
-    if outside.empty:
-        return "In every case the plain-MuJoCo robot lies within the range of MuJoCo Warp's robots."
-    parts = [
-        f"{case} ({row['measure']} {row['plain MuJoCo']:.2f}, {abs(row['by']):.3f} "
-        f"{'above the best' if row['by'] > 0 else 'below the worst'} Warp robot)"
-        for case, row in outside.iterrows()
-    ]
-    count = len(parts)
-    return (f"The plain-MuJoCo robot lies outside the range of MuJoCo Warp's robots in {count} "
-            f"case{'s' if count > 1 else ''}: {'; '.join(parts)}.")  # fmt: skip
-
-
 def delay_sweep(folder: Path, delays: tuple[int, ...] = (0, 1, 2, 3)) -> pd.DataFrame:
     """The cases without a yaw command, heading held, with the actuator delay fixed at each of
     ``delays`` (physics steps): the number each case is judged by, one column per delay."""
@@ -297,52 +283,53 @@ STALL_PROGRESS = 0.2
 """A linear case whose robot covers less than this fraction of the command has not walked."""
 
 
-def stall_sentence(sweep: pd.DataFrame) -> str:
-    """Which linear cases of :func:`delay_sweep` stall (progress under :data:`STALL_PROGRESS`)
-    at which delay, as a sentence."""
+def stalls(sweep: pd.DataFrame) -> pd.DataFrame:
+    """The linear cases of :func:`delay_sweep`, per delay: True where the robot stalls (covers
+    less than :data:`STALL_PROGRESS` of the command)."""
     linear = sweep[sweep["measure"] == "progress / command"].drop(columns="measure")
-    hits = []
-    for case, row in linear.iterrows():
-        delays = [d.split(" ")[0] for d, value in row.items() if value < STALL_PROGRESS]
-        if delays:
-            steps = " and ".join(delays)
-            hits.append(f"{case} with {steps} physics step{'s' if steps != '1' else ''} of delay")
-    limit = f"covers less than {STALL_PROGRESS:g} of the command"
-    if not hits:
-        return f"Here no straight line stalls ({limit}) at any of these delays."
-    return f"Here the robot stalls ({limit}) in: {'; '.join(hits)}."
+    return linear < STALL_PROGRESS
 
 
-def heading_sentence(table: pd.DataFrame) -> str:
-    """How the plain robot's heading change compares with the median Warp robot's, over the
-    cases without a yaw command that have a Warp counterpart (in the mode compared)."""
-    rows = table[table["compared"].isin(MODE_TEXT.values())].dropna(
-        subset=["Warp median |Δheading| (rad)"]
-    )
-    if rows.empty:
-        return "no case without a yaw command has a Warp counterpart to compare its heading with"
-    less = int((rows["plain |Δheading| (rad)"] < rows["Warp median |Δheading| (rad)"]).sum())
-    worst = rows["plain |Δheading| (rad)"].idxmax()
-    return (f"it turns less than the median Warp robot in {less} of {len(rows)} cases without "
-            f"a yaw command, at most {rows.loc[worst, 'plain |Δheading| (rad)']:.2f} rad in 10 s "
-            f"({worst}, where the median Warp robot turns "
-            f"{rows.loc[worst, 'Warp median |Δheading| (rad)']:.2f} rad)")  # fmt: skip
-
-
-def warp_mode_sentence(warp: pd.DataFrame) -> str:
-    """Which mode the table compares, and why, for the Warp gait test ``warp`` (robots.csv)."""
+def warp_modes(warp: pd.DataFrame) -> list[str]:
+    """The modes a published Warp gait test (its ``robots.csv``) ran, as the sim-to-sim table
+    compares them: none for a checkpoint without one; a record from before the heading mode
+    counts its zero-yaw cases open loop and its turns as the heading mode's."""
     if warp.empty:
-        return (
-            "This checkpoint has no published MuJoCo Warp gait test, so the table shows the "
-            "plain-MuJoCo robot alone, with the heading held and open loop."
-        )
-    if "mode" not in warp.columns:
-        return (
-            "The published Warp test of this checkpoint ran before the gait test had a heading "
-            "mode, so its straight lines held the yaw-rate command at 0 (open loop); the plain "
-            "robot is compared in that mode, and shown with the heading held too."
-        )
-    return (
-        "The published Warp test of this checkpoint ran both modes; the table compares the "
-        "heading mode (the gait test's verdict) and shows the plain robot open loop too."
-    )
+        return []
+    return sorted(_with_modes(warp)["mode"].unique())
+
+
+def export_facts(folder: Path) -> dict[str, object]:
+    """What chapter 6 says of an export, as values for one table: its timing (timestep,
+    decimation), the heading law's stiffness, the export's self-check (steps, largest
+    observation and action differences), the nominal robot beside what each Warp robot draws
+    (:func:`randomisation`), and each delay as training draws it and as the plain rollout fixes
+    it (:func:`mjlab_microduck.jobs.plain_mujoco.typical_lag`)."""
+    from mjlab_microduck.jobs import plain_mujoco
+
+    spec = plain_mujoco.load_spec(folder)
+    summary = records.load_record(folder).summary
+    drawn = randomisation(spec["task"], folder / "scene.xml")
+    actuator = spec["actions"]["delay_physics_steps"]
+    imu = spec["observation"]["terms"][0]["delay_steps"]
+    return {
+        "physics timestep (s)": f"{spec['sim']['timestep_s']:g}",
+        "physics steps per policy step": spec["sim"]["decimation"],
+        "heading law stiffness": f"{spec['command']['heading']['stiffness']:g}",
+        "self-check: steps of an mjlab rollout": summary["check_steps"],
+        "self-check: largest observation difference": f"{summary['max_abs_obs_diff']:.0e}",
+        "self-check: largest ONNX − torch action difference": (
+            f"{summary['max_abs_action_diff']:.0e}"
+        ),
+        "sole friction of the exported robot": drawn["xml_friction"],
+        "foot friction, drawn per Warp robot": drawn["friction"],
+        "trunk centre of mass shift, drawn": drawn["com_mm"],
+        "body mass scale, drawn": drawn["mass"],
+        "joint armature scale, drawn": drawn["armature"],
+        "actuator delay, physics steps: drawn in training / fixed": (
+            f"{actuator[0]}–{actuator[1]} / {plain_mujoco.typical_lag(actuator)}"
+        ),
+        "IMU delay, policy steps: drawn in training / fixed": (
+            f"{imu[0]}–{imu[1]} / {plain_mujoco.typical_lag(imu)}"
+        ),
+    }

@@ -168,3 +168,22 @@ def inside(command: Any, ranges: tuning.CommandRanges, eps: float = 1e-9) -> boo
 def kernel_share(error: float, std: float) -> float:
     """Share of a tracking term's reward earned with this error: ``exp(-error^2 / std^2)``."""
     return math.exp(-(error**2) / std**2)
+
+
+def candidate_table(results_root: str | Path) -> pd.DataFrame:
+    """The presets registered to sharpen tracking (``tuning.CANDIDATE_PRESETS``): their
+    tracking kernels and weight, and whether a training run published in ``results_root``
+    used them."""
+    from mjlab_microduck.runs import records
+
+    trained = {rec.config.get("tuning", {}).get("name")
+               for _, rec in records.find_records(results_root)}  # fmt: skip
+    rows = {
+        p.name: {"tracking std (m/s)": p.lin_vel_std_m_s,
+                 "yaw-rate std (rad/s)": round(p.ang_vel_std_rad_s, 2),
+                 "tracking weight": p.tracking_weight, "trained": p.name in trained}
+        for p in tuning.CANDIDATE_PRESETS
+    }  # fmt: skip
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index.name = "preset"
+    return frame

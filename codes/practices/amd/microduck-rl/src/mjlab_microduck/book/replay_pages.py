@@ -1,8 +1,8 @@
-"""What the replay chapters show: live replays, the reference replays, prose, tables, videos.
+"""What the replay chapters show: live replays, the reference replays, tables, videos.
 
 The rules these use (which checkpoint walks, which is best) are pure functions of records in
 :mod:`mjlab_microduck.analysis.acceptance`; this module runs replays in the notebook's process,
-turns rule outcomes into sentences and publishes videos where the HTML build serves them.
+turns rule outcomes into tables and publishes videos where the HTML build serves them.
 """
 
 from __future__ import annotations
@@ -22,11 +22,9 @@ from mjlab_microduck.analysis.acceptance import (
     PROTOCOL_FRAMES,
     PROTOCOL_LIN_VEL_X,
     PROTOCOL_SEED,
-    WALK_FRACTION_OF_COMMAND,
     RecordedReplay,
     implied_fell_like_fraction,
     load_trajectory,
-    rank_checkpoints,
     replay_table,
     verdict,
 )
@@ -129,82 +127,37 @@ def reference_table() -> pd.DataFrame:
     return frame
 
 
-def device_agreement_sentence(
+def outcome(summary: Mapping[str, Any]) -> str:
+    """A replay's outcome by the 4-s rule, as the devices must agree on it: its terminations,
+    and whether it is stable and walks."""
+    v = verdict(summary)
+    walks = "walks" if v.walks else "stable, does not walk" if v.stable else "not stable"
+    return f"{summary.get('done_count')} terminations, {walks}"
+
+
+def agreement_table(
     live: Mapping[str, Mapping[str, Any]], recorded: Mapping[str, Mapping[str, Any]]
-) -> str:
-    """Whether two devices' replays of the same checkpoints agree, as a sentence.
-
-    Agreement is on the verdict (terminations, fell-like fraction, walking or not); the largest
-    absolute differences of the continuous metrics are quoted, not hidden.
-    """
-    common = [name for name in live if name in recorded]
-    if not common:
-        return "No checkpoint has a replay on both machines yet, so there is nothing to compare."
-
-    def outcome(summary: Mapping[str, Any]) -> tuple:
-        v = verdict(summary)
-        return (summary.get("done_count"), v.stable, v.walks)
-
-    disagree = [n for n in common if outcome(live[n]) != outcome(recorded[n])]
-    largest = {
-        title: max(abs(float(live[n][key]) - float(recorded[n][key])) for n in common)
-        for title, key in (
-            ("4 s displacement", "forward_displacement_m"),
-            ("mean forward velocity", "mean_forward_velocity_mps"),
-            ("min trunk z", "min_trunk_z_m"),
-        )
-    }
-    units = {"4 s displacement": "m", "mean forward velocity": "m/s", "min trunk z": "m"}
-    diffs = ", ".join(f"{v:.4f} {units[t]} in {t}" for t, v in largest.items())
-    n = len(common)
-    where = (
-        "the one checkpoint replayed on both machines"
-        if n == 1
-        else f"the {n} checkpoints replayed on both machines"
-    )
-    if disagree:
-        return (
-            f"On {where} the outcomes differ for {', '.join(disagree)}; the largest "
-            f"differences are {diffs}."
-        )
-    return (
-        f"On {where} the outcomes agree (the same number of terminations, the same stability "
-        f"and walking verdicts); the largest differences are {diffs}."
-    )
-
-
-def acceptance_sentence(
-    rows: Mapping[str, Mapping[str, Any]], command_mps: float = PROTOCOL_LIN_VEL_X
-) -> str:
-    """The outcome of the rules for a table, as one or two sentences for the page."""
-    if not rows:
-        return "No checkpoint was replayed, so none passes the 4-s rule."
-    ranking = rank_checkpoints(rows, command_mps)
-    best = ranking[0]
-    walkers = [name for name in ranking if verdict(rows[name], command_mps).walks]
-    threshold = WALK_FRACTION_OF_COMMAND * command_mps
-    single = len(ranking) == 1
-    if walkers:
-        if single:
-            return f"The only replayed checkpoint, {best}, passes the 4-s rule."
-        return (
-            f"{len(walkers)} of the {len(ranking)} replayed checkpoints walk "
-            f"({', '.join(walkers)}); the best, {best}, passes the 4-s rule."
-        )
-    best_verdict = verdict(rows[best], command_mps)
-    subject = (
-        f"The only replayed checkpoint, {best},"
-        if single
-        else f"None of the {len(ranking)} replayed checkpoints walks; the best, {best},"
-    )
-    if best_verdict.stable:
-        velocity = rows[best].get("mean_forward_velocity_mps")
-        outcome = (
-            f"is stable but reaches only {velocity:.4f} m/s of the {threshold:.3f} m/s required."
-        )
-    else:
-        outcome = f"is {best_verdict.reason}."
-    return f"{subject} {outcome} The 4-s rule is not met."
+) -> pd.DataFrame:
+    """Per checkpoint replayed on both devices: each one's :func:`outcome`, whether they agree,
+    and the absolute differences of the continuous metrics (quoted, not hidden)."""
+    rows = {}
+    for name in (n for n in live if n in recorded):
+        a, b = live[name], recorded[name]
+        rows[name] = {
+            "outcome, live": outcome(a),
+            "outcome, recorded": outcome(b),
+            "agree": outcome(a) == outcome(b),
+            "|Δ 4 s displacement| (m)": abs(
+                a["forward_displacement_m"] - b["forward_displacement_m"]
+            ),
+            "|Δ mean forward velocity| (m/s)": abs(
+                a["mean_forward_velocity_mps"] - b["mean_forward_velocity_mps"]
+            ),
+            "|Δ min trunk z| (m)": abs(a["min_trunk_z_m"] - b["min_trunk_z_m"]),
+        }
+    columns = ["outcome, live", "outcome, recorded", "agree", "|Δ 4 s displacement| (m)",
+               "|Δ mean forward velocity| (m/s)", "|Δ min trunk z| (m)"]  # fmt: skip
+    return pd.DataFrame.from_dict(rows, orient="index", columns=columns)
 
 
 def media_dir(repo: str | Path) -> Path:
