@@ -59,28 +59,14 @@ def test_ratio_table_and_ratio_value_read_the_derived_ratios():
     assert bench_pages.ratio_table([]).empty
 
 
-def test_matrix_sentence_names_the_machine_and_the_ratios_it_has():
-    records_ = [_record(summary={"ratio.training_over_physics.n4096": 0.5}),
-                _record("r2", date="2026-04-30T09:00:00")]
-    sentence = bench_pages.matrix_sentence(records_)
-    assert sentence.startswith("The GPU matrix was recorded on NVIDIA H200 (2026-04-30, "
-                               "2 run record(s): r1, r2)")
-    assert "PPO training at 4,096 envs runs at 50% of the zero-action" in sentence
-    assert "eager stepping" not in sentence and sentence.endswith(".")
-
-
-def test_versus_reference_and_its_sentence():
+def test_versus_reference_puts_the_recorded_training_beside_the_r9700():
     record = _record(summary={"training.ppo.n256.env_steps_per_s": 8000.4,
                               "training.ppo.n4096.env_steps_per_s": 80000.0})
     versus = bench_pages.versus_reference([record], 4000.0)
     assert list(versus["num_envs"]) == [256, 4096]
     assert list(versus["ratio"]) == [2.0, 20.0]
     assert list(versus["training steps/s"]) == [8000, 80000]
-    sentence = bench_pages.versus_sentence(versus)
-    assert "8,000 env steps/s at 256 environments, 2 times the R9700 figure" in sentence
-    assert "80,000 at 4,096 environments, 20 times" in sentence
-    empty = bench_pages.versus_reference([_record()], 4000.0)
-    assert "no training rows" in bench_pages.versus_sentence(empty)
+    assert bench_pages.versus_reference([_record()], 4000.0).empty
 
 
 def test_figures_draw_the_rows_they_are_given():
@@ -103,3 +89,32 @@ def test_recorded_matrix_reads_the_published_records_and_refuses_none(tmp_path):
         pytest.skip("no published bench matrix here")
     gpu_records, frame = bench_pages.recorded_matrix(root)
     assert gpu_records and {"section", "median", "run_id"} <= set(frame.columns)
+
+
+def test_live_facts_read_the_quick_run():
+    frame = _frame()
+    frame = pd.concat([frame, pd.DataFrame([
+        {"section": "training", "config": "ppo", "metric": m, "num_envs": 256, "median": v}
+        for m, v in (("iteration_s", 2.0), ("collection_s", 1.5))
+    ])], ignore_index=True)  # fmt: skip
+    record = SimpleNamespace(
+        config={"training_envs": [256], "fixes_envs": [256]}, wall_seconds=61.4,
+        summary={"ratio.training_over_physics.n256": 0.5},
+    )  # fmt: skip
+    facts = bench_pages.live_facts(record, frame)
+    assert facts["wall time of the run (s)"] == 61
+    assert facts["physics, 64 envs (env steps/s)"] == 1000
+    assert facts["physics, 256 envs (env steps/s)"] == 3000
+    assert facts["PPO training, 256 envs (env steps/s)"] == 1500
+    assert facts["collection share of an iteration"] == "75%"
+    assert facts["training over physics, 256 envs"] == "50%"
+    assert facts["per-step over frozen broadphase, 256 envs"] is None
+
+
+def test_breakdown_facts_name_the_largest_part_and_the_physics_share():
+    shares = pd.Series({"physics_substeps": 40.0, "physics_forward": 5.0, "ppo_update": 45.0,
+                        bench.OTHER: 10.0})  # fmt: skip
+    facts = bench_pages.breakdown_facts(shares)
+    assert facts["largest part"] == "ppo_update" and facts["largest part (%)"] == 45.0
+    assert facts["physics: substeps, refresh, ray casts (%)"] == 45.0
+    assert facts["other (%)"] == 10.0 and facts["all parts (%)"] == 100.0

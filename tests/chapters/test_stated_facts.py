@@ -198,3 +198,65 @@ def test_chapter_8_states_the_rocm_pin_and_the_published_probes_as_they_are():
     assert "The published records were measured on an NVIDIA H200." in text
     assert all(rec.provenance.backend != "hip" for rec in probes)
     assert "No run of the probe on an AMD GPU is published with this book" in text
+
+
+def test_chapter_3_states_the_recorded_smoke_runs_as_they_are():
+    from mjlab_microduck.book import results
+    from mjlab_microduck.tasks.velocity import microduck_flat_env_cfg
+
+    text = prose("03_smoke_training.md")
+    small, large = (results.load_published(f"h200_smoke_{n}x5")[0].summary for n in (64, 256))
+    ref_small, ref_large = results.REFERENCE_R9700["smoke"]
+    env_cfg = microduck_flat_env_cfg()
+    control_dt = env_cfg.decimation * env_cfg.sim.mujoco.timestep
+    assert small["transitions"] == ref_small["transitions"]
+    assert large["transitions"] == ref_large["transitions"]
+    scaling = [large["throughput_last"] / small["throughput_last"],
+               ref_large["throughput_last"] / ref_small["throughput_last"]]  # fmt: skip
+    assert [f"{s:.1f}" for s in scaling] == ["3.6", "3.6"]
+    assert all(r[k] == 0 for r in (small, large) for k in ("nan_state_max", "below_ground_max"))
+    assert large["fell_over_last"] > 2 * small["fell_over_last"]
+    stated = [
+        f"collected {small['transitions']:,} and {large['transitions']:,} transitions",
+        f"Four times the environments gave about {scaling[0]:.1f} times the throughput",
+        f"about {small['episode_length_last']:.0f} control steps",
+        f"{small['episode_length_last'] * control_dt:.2f} s of simulated time",
+        f"the reference's {ref_small['fell_over_last']:.2f} and {ref_large['fell_over_last']:.2f}",
+    ]
+    missing = [fact for fact in stated if fact not in text]
+    assert missing == [], f"chapter 3 does not state these as its records: {missing}"
+
+
+def test_chapter_1_states_the_recorded_h200_doctor_as_it_is():
+    import json
+
+    from mjlab_microduck.book import results
+
+    text = prose("01_setup.md")
+    doctor = json.loads((results.results_root() / "h200_doctor" / "doctor.json").read_text())
+    prov = doctor["provenance"]
+    capture = next(c for c in doctor["checks"] if c["name"] == "mjlab graph capture")
+    stated = [
+        f"On the {prov['device_name']} (driver {prov['driver_version']}, Warp "
+        f"{prov['versions']['warp']} from PyPI)",
+        f"`mjlab graph capture` row reads `{capture['value']}` ({capture['detail']})",
+    ]
+    missing = [fact for fact in stated if fact not in text]
+    assert missing == [], f"chapter 1 does not state these as its records: {missing}"
+
+
+def test_chapter_10_states_the_recorded_pairs_as_they_are():
+    from mjlab_microduck.analysis import scaling
+    from mjlab_microduck.book import results
+
+    text = prose("10_multi_gpu.md")
+    pairs = (("h200x2_1gpu_4096", "h200x2_2gpu_4096"),
+             ("h200x2_1gpu_4096_repeat", "h200x2_2gpu_4096_repeat"))  # fmt: skip
+    for names in pairs:
+        runs = [results.load_published(n) for n in names]
+        table = scaling.scaling_table(runs)
+        assert table.iloc[-1]["per-GPU efficiency"] >= scaling.PER_GPU_EFFICIENCY_RULE
+        one, two = (scalars["Train/mean_episode_length"].iloc[-1] for _, scalars in runs)
+        assert two >= one  # "the two-GPU run learns at least as fast", per iteration
+    assert f"at least {scaling.PER_GPU_EFFICIENCY_RULE:g} of one GPU's throughput" in text
+    assert "Both pairs meet it" in text

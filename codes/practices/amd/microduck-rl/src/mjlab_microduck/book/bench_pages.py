@@ -1,4 +1,4 @@
-"""Tables, figures and sentences of the performance chapter, from ``microduck bench`` records.
+"""Tables and figures of the performance chapter, from ``microduck bench`` records.
 
 Problem it solves: chapter 9 reads the recorded GPU matrix (``book/results/bench_h200*``) and a
 live ``--quick`` run and shows the same views of both: throughput against env count, one line
@@ -26,14 +26,6 @@ RECORDED_GLOB = "bench_h200*"
 """The published folders of the recorded GPU matrix, under ``book/results``."""
 MEASUREMENT_COLUMNS = ("section", "config", "metric", "num_envs", "repeats", "median", "p25",
                        "p75", "min", "max", "unit", "peak_mem_GiB")  # fmt: skip
-SENTENCE_RATIOS = (
-    ("training_over_physics", 4096, "PPO training at 4,096 envs runs at {:.0%} of the "
-                                    "zero-action physics throughput"),
-    ("eager_over_graph", 4096, "eager stepping keeps {:.0%} of the graph-captured "
-                               "physics throughput at 4,096 envs"),
-    ("per_step_over_frozen", 4096, "the per-step broadphase keeps {:.0%} of the "
-                                   "frozen-list throughput at 4,096 envs"),
-)  # fmt: skip
 VERSUS_SIZES = (256, 4096)
 
 
@@ -88,20 +80,53 @@ def ratio_value(
     return None
 
 
-def matrix_sentence(bench_records: Sequence[records.RunRecord]) -> str:
-    """Where and when the matrix was recorded, and the headline ratios it has at 4,096 envs."""
-    devices = sorted({r.provenance.device_name for r in bench_records})
-    dates = sorted(r.provenance.date[:10] for r in bench_records)
-    parts = [
-        f"recorded on {', '.join(devices)} ({dates[0]}, "
-        f"{len(bench_records)} run record(s): "
-        f"{', '.join(r.run_id for r in bench_records)})"
-    ]
-    for name, size, text in SENTENCE_RATIOS:
-        value = ratio_value(bench_records, name, size)
-        if value is not None:
-            parts.append(text.format(value))
-    return "The GPU matrix was " + "; ".join(parts) + "."
+def live_facts(record: records.RunRecord, frame: pd.DataFrame) -> dict[str, Any]:
+    """What chapter 9 reads off a ``--quick`` run, as values: the wall time, the zero-action
+    physics throughput at its smallest and largest env count, PPO training throughput, the
+    share of an iteration spent collecting, training over physics at the training size, and
+    the per-step over frozen broadphase ratio at the fixes' size (``None`` where the run did
+    not measure it)."""
+    physics = frame[(frame.section == "physics") & (frame.metric == "env_steps_per_s")]
+    physics = physics.sort_values("num_envs")
+    train = frame[frame.section == "training"].set_index("metric")
+    n_train, n_fix = int(record.config["training_envs"][0]), int(record.config["fixes_envs"][0])
+    small, large = physics.iloc[0], physics.iloc[-1]
+    ratio = record.summary.get(f"ratio.training_over_physics.n{n_train}")
+    frozen = record.summary.get(f"ratio.per_step_over_frozen.n{n_fix}")
+    collect = float(train.loc["collection_s", "median"]) / float(train.loc["iteration_s", "median"])
+    return {
+        "wall time of the run (s)": round(record.wall_seconds or 0.0),
+        f"physics, {int(small['num_envs'])} envs (env steps/s)": round(float(small["median"])),
+        f"physics, {int(large['num_envs'])} envs (env steps/s)": round(float(large["median"])),
+        f"PPO training, {n_train} envs (env steps/s)": round(
+            float(train.loc["env_steps_per_s", "median"])
+        ),
+        "collection share of an iteration": f"{collect:.0%}",
+        f"training over physics, {n_train} envs": None if ratio is None else f"{ratio:.0%}",
+        f"per-step over frozen broadphase, {n_fix} envs": (
+            None if frozen is None else round(float(frozen), 2)
+        ),
+    }
+
+
+PHYSICS_PARTS = ("physics_substeps", "physics_forward", "raycast_sensing")
+"""The breakdown's parts that are the physics: substeps, kinematics refresh, ray casts."""
+
+
+def breakdown_facts(shares: pd.Series) -> dict[str, Any]:
+    """What chapter 9 reads off one iteration's breakdown (percent per part, as
+    :func:`breakdown_figure` returns them): the largest part and its share, the physics parts
+    together, "other" (what no timer covers) and the sum of all shares."""
+    top = shares.sort_values(ascending=False)
+    return {
+        "largest part": top.index[0],
+        "largest part (%)": round(float(top.iloc[0]), 1),
+        "physics: substeps, refresh, ray casts (%)": round(
+            float(sum(shares.get(k, 0.0) for k in PHYSICS_PARTS)), 1
+        ),
+        "other (%)": round(float(shares.get(bench.OTHER, 0.0)), 1),
+        "all parts (%)": round(float(shares.sum()), 1),
+    }
 
 
 def throughput_figure(frame: pd.DataFrame, title: str) -> Figure:
@@ -174,21 +199,3 @@ def versus_reference(
                     }
                 )
     return pd.DataFrame(rows)
-
-
-def versus_sentence(versus: pd.DataFrame) -> str:
-    """What :func:`versus_reference`'s table says, in one paragraph."""
-    if versus.empty:
-        return "The recorded GPU matrix has no training rows, so no ratio to the reference."
-    at = {int(row["num_envs"]): row for _, row in versus.iterrows()}
-    if not all(n in at for n in VERSUS_SIZES):
-        return "The recorded GPU matrix lacks a training row at 256 or 4,096 environments."
-    small, large = at[VERSUS_SIZES[0]], at[VERSUS_SIZES[1]]
-    return (
-        f"Recorded on {versus.iloc[0]['device']}, MicroDuck PPO training ran at "
-        f"{small['training steps/s']:,} env steps/s at 256 environments, "
-        f"{small['ratio']:g} times the R9700 figure, and at "
-        f"{large['training steps/s']:,} at 4,096 environments, {large['ratio']:g} times "
-        "it. The second ratio mixes two effects: a larger GPU, and sixteen times more "
-        "environments per kernel launch; the first is the like-for-like one."
-    )
