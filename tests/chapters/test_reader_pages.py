@@ -224,3 +224,35 @@ def test_rendered_page_has_no_loan_vocabulary_or_traceback(doc: str):
     text = _visible_text(page.read_text(encoding="utf-8"))
     assert vocabulary_hits(text) == []
     assert "Traceback (most recent call last)" not in text
+
+
+def hidden_code_cells(path: Path):
+    """(index, source) of every code cell of a chapter whose code the built page hides."""
+    nb = jupytext.read(path)
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and set(cell.metadata.get("tags", [])) & HIDDEN_TAGS:
+            yield index, cell.source
+
+
+def defined_functions(source: str) -> list[str]:
+    """The functions and classes a cell defines (a cell that does not parse defines none)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return [node.name for node in ast.walk(tree) if isinstance(node, kinds)]
+
+
+def test_a_definition_is_found_wherever_it_sits():
+    assert defined_functions("x = 1\nif x:\n    def f():\n        pass\n") == ["f"]
+    assert defined_functions("class C:\n    def m(self):\n        pass\n") == ["C", "m"]
+    assert defined_functions("print(1)\n") == []
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.name)
+def test_hidden_cells_define_no_function(path: Path):
+    """Logic a reader cannot see belongs in the package, with its tests: a hidden cell may lay
+    out a page but not define a helper."""
+    found = {i: names for i, src in hidden_code_cells(path) if (names := defined_functions(src))}
+    assert found == {}, f"{path.name}: hidden cells define {found}"
