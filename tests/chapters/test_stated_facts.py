@@ -1,9 +1,10 @@
-"""Fixed facts a chapter states as text are the package's values.
+"""Fixed facts a chapter states as text are the package's values and its published records.
 
-Thresholds and protocol figures are written into the prose as plain Markdown (they depend on
-neither the profile nor a run, so they are not glued); this test reads each one back from the
-code and finds it in the chapter's text, so a changed constant cannot leave a page saying the
-old number.
+Thresholds, protocol figures, recipe sizes and what a published run record says are written
+into the prose as plain Markdown (they depend on neither the profile nor a run of this build,
+so they are not glued); these tests read each one back from the code or the record under
+``book/results`` and find it in the chapter's text, so a changed constant or a re-recorded run
+cannot leave a page saying the old number.
 """
 
 from __future__ import annotations
