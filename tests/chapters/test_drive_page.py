@@ -106,7 +106,9 @@ def test_walks_at_least_0_8_of_the_command_with_heading_held(fixed_run, record_p
     heading0 = page[0, 3]
     dx, dy = page[-1, 0] - page[0, 0], page[-1, 1] - page[0, 1]
     progress = dx * math.cos(heading0) + dy * math.sin(heading0)
-    ratio = progress / (COMMAND.lin_vel_x * RUN_S)
+    # A plain float: pytest-xdist sends a test's properties to the controller with execnet,
+    # which cannot serialise a numpy scalar (the worker then stops mid-file).
+    ratio = float(progress / (COMMAND.lin_vel_x * RUN_S))
     record_property("drive_page_progress_ratio_10s", ratio)
     print(f"drive page: {progress:.3f} m in {RUN_S:g} s = {ratio:.2f} x the command")
     assert ratio >= gait.MIN_PROGRESS_RATIO_MEAN, (
