@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from types import SimpleNamespace
 
 import mujoco
 import numpy as np
 import pytest
+import suite_memo
 import warp as wp
 
 from mjlab_microduck import compat
@@ -179,9 +179,7 @@ def test_env_var_is_honoured_when_the_tasks_load():
         "print(json.dumps({s.fix: [s.active, s.details.get('mode')] for s in compat.report()}))\n"
     )
     env = dict(os.environ, **{faults.ENV_VAR: "1", "MJLAB_WARP_QUIET": "1"})
-    result = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
-    )
+    result = suite_memo.run("faults_env_var", [sys.executable, "-c", code], env=env, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report[faults.FIX] == [True, "fork"]

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import suite_memo
 import torch
 
 from mjlab_microduck.analysis import acceptance
@@ -238,22 +239,24 @@ def test_a_failure_after_the_run_directory_exists_removes_it(tmp_path, monkeypat
 
 
 @pytest.mark.slow
-def test_cli_script_gives_one_line_for_a_checkpoint_that_does_not_fit(bad_checkpoints, tmp_path):
+def test_cli_script_gives_one_line_for_a_checkpoint_that_does_not_fit(bad_checkpoints):
     """The thin script, in a fresh process: building the environment prints mjlab's warnings
     and Warp's driver notice on stderr, which must not bury the one line of a bad input."""
     env = dict(os.environ, PYTHONPATH=str(PKG / "src"))
     env.pop("PYTHONWARNINGS", None)
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), str(bad_checkpoints / "wrong_shape.pt"),
-         "--out", str(tmp_path / "o"), "--frames", "5"],
-        check=False, capture_output=True, text=True, timeout=300, env=env,
+    # Made once per build (tests/suite_memo.py), in a folder of its own: the checkpoint is
+    # copied there, and the run must leave no "o" beside it.
+    proc = suite_memo.run(
+        "replay_script_bad_checkpoint",
+        [sys.executable, str(SCRIPT), "wrong_shape.pt", "--out", "o", "--frames", "5"],
+        env=env, timeout=300, files={"wrong_shape.pt": bad_checkpoints / "wrong_shape.pt"},
     )  # fmt: skip
     assert proc.returncode == 2
     lines = _stderr_lines(proc.stderr)
     assert len(lines) == 1, lines
     assert lines[0].startswith("microduck replay: checkpoint ")
     assert "does not fit task Mjlab-Velocity-Flat-MicroDuck: size mismatch" in lines[0]
-    assert not (tmp_path / "o").exists()
+    assert not (proc.cwd / "o").exists()
 
 
 # ----------------------------------------------------------------------------- real replays

@@ -8,6 +8,7 @@ publishing. Failing runs must leave a ``failed`` record, never an ``ok`` one.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from dataclasses import asdict
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import suite_memo
 import torch
 
 from mjlab_microduck.book.results import expected_checkpoints
@@ -77,34 +79,68 @@ def logs_root(tmp_path_factory):
     return tmp_path_factory.mktemp("logs")
 
 
-@pytest.fixture(scope="module")
-def first(logs_root):
+def _kept_run(name: str, request_fields: dict, before_run=None) -> tuple[Path, dict]:
+    """One driver run into ``<kept folder>/logs``, made once per build (tests/suite_memo.py):
+    the returned record (as JSON), the trainer's stream and what ``before_run`` noted."""
+
+    def make(folder: Path) -> None:
+        noted = before_run() if before_run else {}
+        stream = Quiet()
+        run_dir, record = run(_request(folder / "logs", **request_fields), stream=stream)
+        (folder / "run.json").write_text(json.dumps({
+            "run_dir": str(run_dir), "record": record.model_dump_json(),
+            "stream": "".join(stream.lines), **noted}))  # fmt: skip
+
+    inputs = {k: str(v) for k, v in asdict(_request(Path("."), **request_fields)).items()
+              if k != "logs_root"}  # fmt: skip
+    folder = suite_memo.kept_folder(name, inputs, make)
+    made = json.loads((folder / "run.json").read_text())
+    return folder / "logs", made
+
+
+def _stream(text: str) -> Quiet:
     stream = Quiet()
-    run_dir, record = run(_request(logs_root), stream=stream)
-    assert record.status == "ok", record.error
-    return run_dir, record, stream
+    stream.lines.append(text)
+    return stream
 
 
 @pytest.fixture(scope="module")
-def resumed(first, logs_root):
+def first_made():
+    return _kept_run("train_driver_first", {})
+
+
+@pytest.fixture(scope="module")
+def runs_root(first_made):
+    return first_made[0]
+
+
+@pytest.fixture(scope="module")
+def first(first_made):
+    _, made = first_made
+    record = records.RunRecord.model_validate_json(made["record"])
+    assert record.status == "ok", record.error
+    return Path(made["run_dir"]), record, _stream(made["stream"])
+
+
+@pytest.fixture(scope="module")
+def resumed(first):
     run_dir, record, _ = first
     checkpoint = find_mjlab_log_dir(run_dir) / str(record.summary["last_checkpoint"])
-    before = records.sha256_file(checkpoint)
-    stream = Quiet()
-    new_dir, new_record = run(
-        _request(logs_root, name="drv_resume", resume_from=checkpoint), stream=stream
-    )
+    _, made = _kept_run("train_driver_resumed",
+                        {"name": "drv_resume", "resume_from": checkpoint},
+                        lambda: {"before": records.sha256_file(checkpoint)})  # fmt: skip
+    new_record = records.RunRecord.model_validate_json(made["record"])
     assert new_record.status == "ok", new_record.error
-    return new_dir, new_record, checkpoint, before, stream
+    return Path(made["run_dir"]), new_record, checkpoint, made["before"], _stream(made["stream"])
 
 
 # ----------------------------------------------------------------------------- from scratch
 
 
 @pytest.mark.slow
-def test_run_writes_checkpoints_events_and_an_ok_record(first, logs_root):
+def test_run_writes_checkpoints_events_and_an_ok_record(first, runs_root):
     run_dir, record, stream = first
-    assert run_dir.parent == logs_root and run_dir.name.endswith("_drv")
+    assert run_dir.parent == runs_root and run_dir.name.endswith("_drv")
     log_dir = find_mjlab_log_dir(run_dir)
     assert [p.name for p in list_checkpoints(log_dir)] == ["model_0.pt", "model_1.pt"]
     assert list(log_dir.glob("events.out.tfevents.*")), "no TensorBoard event file"
@@ -189,9 +225,10 @@ def test_resume_carries_the_curriculum_counter_and_leaves_the_source_alone(resum
 
 
 @pytest.mark.slow
-def test_unknown_task_leaves_a_failed_record(logs_root):
-    run_dir, record = run(_request(logs_root, name="bad_task", task="No-Such-Task"),
-                          stream=Quiet())  # fmt: skip
+def test_unknown_task_leaves_a_failed_record():
+    _, made = _kept_run("train_driver_bad_task", {"name": "bad_task", "task": "No-Such-Task"})
+    run_dir = Path(made["run_dir"])
+    record = records.RunRecord.model_validate_json(made["record"])
     on_disk = records.load_record(run_dir)
     assert record.status == on_disk.status == "failed"
     assert "exited with status" in on_disk.error
@@ -332,18 +369,17 @@ def test_console_script_bad_input(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_issue_smoke_command_runs_on_cpu(tmp_path):
+def test_the_issue_smoke_command_runs_on_cpu():
     """#3's acceptance, verbatim: the ``train`` console script at 64 envs x 5 iterations on this
-    CPU reports 7,680 transitions, nan_state 0 and falls, and writes a checkpoint (about 30 s)."""
+    CPU reports 7,680 transitions, nan_state 0 and falls, and writes a checkpoint (about 30 s;
+    made once per build, tests/suite_memo.py)."""
     import re
 
     script = Path(sys.executable).with_name("train")
-    proc = subprocess.run(
-        [str(script), TASK_ID, "--env.scene.num-envs", "64", "--env.seed", "42",
-         "--agent.seed", "42", "--agent.max-iterations", "5", "--agent.logger", "tensorboard",
-         "--gpu-ids", "None"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    proc = suite_memo.run("train_smoke_command", [
+        str(script), TASK_ID, "--env.scene.num-envs", "64", "--env.seed", "42",
+        "--agent.seed", "42", "--agent.max-iterations", "5", "--agent.logger", "tensorboard",
+        "--gpu-ids", "None"])  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout + proc.stderr
     assert re.findall(r"Total steps: (\d+)", out)[-1] == str(64 * 5 * STEPS_PER_ENV) == "7680"
@@ -351,7 +387,7 @@ def test_the_issue_smoke_command_runs_on_cpu(tmp_path):
     fell_over = [float(v) for v in re.findall(r"Episode_Termination/fell_over: ([\d.]+)", out)]
     assert len(nan_state) == len(fell_over) == 5
     assert max(nan_state) == 0.0 and max(fell_over) > 0.0
-    assert sorted(p.name for p in tmp_path.glob("logs/rsl_rl/*/*/model_*.pt")) == [
+    assert sorted(p.name for p in proc.cwd.glob("logs/rsl_rl/*/*/model_*.pt")) == [
         "model_0.pt", "model_4.pt"
     ]
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import ast
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import suite_memo
 
 SRC = Path(__file__).resolve().parents[2] / "codes" / "practices" / "amd" / "microduck-rl" / "src"
 PACKAGE = SRC / "mjlab_microduck"
@@ -163,9 +163,8 @@ def test_the_shared_backend_detector_imports_nothing_from_the_package():
 def _fresh_python(code: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "PYOPENGL_PLATFORM")}
     env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
-    )
+    # Made once per build (tests/suite_memo.py): the code and environment are the key.
+    proc = suite_memo.run("fresh_python", [sys.executable, "-c", code], env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

@@ -10,6 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+import suite_memo
 
 from mjlab_microduck.cli import contact_check as contact_check_cli
 from mjlab_microduck.compat import faults
@@ -89,9 +90,8 @@ def test_invalid_steps_raise():
 def _cli(*args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, MJLAB_WARP_QUIET="1")
     env.pop(faults.ENV_VAR, None)
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=600
-    )
+    # Made once per build (tests/suite_memo.py): a fresh process importing mjlab.
+    return suite_memo.run("contact_check_cli", [sys.executable, str(SCRIPT), *args], env=env)
 
 
 @pytest.mark.slow

@@ -9,12 +9,12 @@ check, and fake ``compat``/``contact_check`` modules for their degradation paths
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 import pytest
+import suite_memo
 
 from mjlab_microduck.cli.doctor import main as doctor_cli
 from mjlab_microduck.runtime import doctor, provenance
@@ -411,8 +411,8 @@ def test_console_script_is_wired():
 
     if torch.version.hip and torch.cuda.is_available():
         pytest.skip("this machine is HIP")
-    proc = subprocess.run([str(exe), "--require-hip", "--no-contact-check"],
-                          capture_output=True, text=True, timeout=300)
+    proc = suite_memo.run("doctor_console_script", [str(exe), "--require-hip",
+                                                    "--no-contact-check"], timeout=300)
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines()[-1].startswith("unsupported: --require-hip")
     assert "backend" in proc.stdout

@@ -1,11 +1,11 @@
 """The MicroDuck task in a real mjlab env on CPU: registration, stepping, terminations."""
 
 import math
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import suite_memo
 import torch
 from mjlab.envs import ManagerBasedRlEnv
 from mjlab.tasks.registry import list_tasks
@@ -41,7 +41,7 @@ def test_tasks_registered_and_listed_by_mjlab_list_envs():
     # The console script finds the task through the package's ``mjlab.tasks`` entry point; it
     # returns the number of tasks as its exit status, so the status is not checked.
     list_envs = Path(sys.executable).with_name("list-envs")
-    out = subprocess.run([str(list_envs)], capture_output=True, text=True, timeout=300).stdout
+    out = suite_memo.run("list_envs", [str(list_envs)], timeout=300).stdout
     assert TASK_ID in out and UNGUARDED_TASK_ID in out
     assert all(task in list_tasks() and task in out for task in TUNING_OF_TASK)
 
