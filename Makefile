@@ -45,7 +45,9 @@ BOOK_SOURCES := _config.yml _toc.yml $(wildcard book/*.md book/_extra/*) $(wildc
 # tries to reach the network; long loops print a few milestone lines (a built page cannot
 # redraw a progress bar).
 # MICRODUCK_REPLAY_MEMO: a video-less replay the chapters computed is served to the tests that
-# make the identical replay (mjlab_microduck.jobs.replay_memo); it goes with the execution cache.
+# make the identical replay (mjlab_microduck.jobs.replay_memo), and the tests' own trainings and
+# fresh-process commands are kept there for the next run of the suite (tests/suite_memo.py,
+# keyed by their inputs and the package's files); it goes with the execution cache.
 REPLAY_MEMO := _build/.replay_memo
 RUN := env PATH="$(VENV_ABS)/bin:$$PATH" WANDB_MODE="$${WANDB_MODE:-offline}" \
 	MJLAB_WARP_QUIET="$${MJLAB_WARP_QUIET:-1}" MICRODUCK_PROGRESS="$${MICRODUCK_PROGRESS:-milestones}" \
@@ -58,12 +60,13 @@ RUN := env PATH="$(VENV_ABS)/bin:$$PATH" WANDB_MODE="$${WANDB_MODE:-offline}" \
 # finds every chapter in the execution cache) and test.
 STAGE = echo "[stage] $(1) $(2) $$(date +%s.%N)"
 BOOK_JOBS ?= 2
-# pytest-xdist: PYTEST_WORKERS=2 (or auto) shares the test files out over that many processes,
-# a file's tests kept together so that a module fixture (a training, a replay) runs once. The
-# default runs them in one process: under xdist a worker has ended in the middle of the drive
-# page's browser tests on the 2-core machine, which no serial run does.
-PYTEST_WORKERS ?= 0
-PYTEST_ARGS ?= -n $(PYTEST_WORKERS) $(if $(filter 0,$(PYTEST_WORKERS)),,--dist loadfile) --durations=10
+# pytest-xdist: PYTEST_WORKERS=2 (one per core of the CI machine) shares the test files out over
+# that many processes, a file's tests kept together so that a module fixture (a training, a
+# replay) runs once, and in the order tests/conftest.py gives them (the files with slow tests
+# first; xdist would otherwise reorder them by their number of tests); PYTEST_WORKERS=0 runs
+# them in one process.
+PYTEST_WORKERS ?= 2
+PYTEST_ARGS ?= -n $(PYTEST_WORKERS) $(if $(filter 0,$(PYTEST_WORKERS)),,--dist loadfile --no-loadscope-reorder) --durations=10
 
 .PHONY: help venv system-deps drive book test results chapter-times ci-times clean
 

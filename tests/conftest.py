@@ -4,7 +4,10 @@ refuses what a pytest-xdist worker could not report."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -36,3 +39,35 @@ def record_property(record_property):
         record_property(name, value)
 
     return record
+
+
+def pytest_collection_modifyitems(config, items):
+    """The files that hold a slow test first, each file's tests in their own order, then the
+    rest: pytest-xdist hands whole files to its workers in this order (with
+    ``--no-loadscope-reorder``), so the trainings and browser runs start on both cores at once
+    and the many quick files fill in at the end, instead of one long file starting last."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Under pytest-xdist, a test marked ``alone`` (the drive page keeping real time) runs with
+    the other workers held between their tests, and no test of theirs starts until it is done:
+    a lock shared by every test of the run, taken exclusively by those. A worker waiting for it
+    first takes a turnstile, so the others' next tests queue behind it instead of overtaking
+    it. No-op in a run without xdist (nothing else of the suite runs alongside then)."""
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run_id:
+        return (yield)
+    where = Path(tempfile.gettempdir())
+    mode = fcntl.LOCK_EX if item.get_closest_marker("alone") else fcntl.LOCK_SH
+    with (open(where / f"microduck-pytest-{run_id}.turnstile", "a") as turnstile,
+          open(where / f"microduck-pytest-{run_id}.lock", "a") as lock):  # fmt: skip
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        fcntl.flock(lock, mode)
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            return (yield)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

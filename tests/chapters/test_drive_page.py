@@ -36,7 +36,8 @@ from test_book_browser import (  # noqa: F401  (pytest fixtures, shared with the
 from mjlab_microduck.analysis import gait
 from mjlab_microduck.jobs import plain_mujoco as pm
 
-pytestmark = pytest.mark.slow
+# alone: the real-time check measures this machine, not two workers sharing its cores.
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 DRIVE = HTML / "drive"
 COMMAND = gait.CASE_BY_NAME["forward_0.15"]
