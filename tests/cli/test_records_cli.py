@@ -57,7 +57,7 @@ def world(tmp_path) -> Path:
 
 BAD = [
     ([], "Expected one of {schema, validate, verify, publish, chapter-times, ci-run, map, "
-         "drive-export}."),
+         "drive-export, fold, fold-gait, retire}."),
     (["frobnicate"], "Unrecognized options: frobnicate"),
     (["validate"], "give at least one record file or run folder"),
     (["validate", "{t}/runs/ok", "{t}/missing"], "{t}/missing: no record there"),
@@ -90,6 +90,20 @@ BAD = [
     (["schema", "--output", "{t}/empty"], "--output {t}/empty: a folder; give the file"),
     (["map", "--readme", "{t}/missing.md"], "No such file or directory"),
     (["chapter-times", "{t}/out", "--notebooks", "{t}/empty"], "{t}/empty: no chapter"),
+    (["fold", "{t}/runs/ok"], "give the run folders to fold, then the folder to write"),
+    (["fold", "{t}/runs/ok", "{t}/book/taken"], "{t}/book/taken: already exists"),
+    (["fold", "{t}/runs/ok", "{t}/nowhere/new"], "{t}/nowhere: no such folder to write"),
+    (["fold", "{t}/runs/ok", "{t}/runs/ok", "{t}/book/new"], "ok: given twice"),
+    (["fold", "{t}/runs/failed", "{t}/book/new"], "run status is failed; only ok runs"),
+    (["fold", "{t}/runs/broken", "{t}/book/new"], "record.json: not valid JSON"),
+    (["fold", "{t}/runs/ok", "{t}/book/new", "--keep", "ok"], "add --retire"),
+    (["fold", "{t}/runs/ok", "{t}/book/new", "--retire", "--keep", "other"],
+     "--keep other: not among the runs to fold"),
+    (["fold-gait", "{t}/runs/ok", "{t}/book/new"], "a train record, not a gait_test run"),
+    (["retire", "{t}/runs/ok", "model_5.pt"], "say why the files are retired"),
+    (["retire", "{t}/runs/ok", "model_5.pt", "--why", "unread"],
+     "no artifact model_5.pt in its record"),
+    (["retire", "{t}/missing", "model_5.pt", "--why", "unread"], "no such record file"),
 ]  # fmt: skip
 
 

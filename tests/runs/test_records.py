@@ -447,7 +447,7 @@ def test_published_schema_matches_the_model():
     assert schema["additionalProperties"] is False
     assert set(schema["properties"]["kind"]["enum"]) == {
         "train", "replay", "bench", "probe", "contact_check", "doctor", "experiment",
-        "gait_test", "book_build", "export", "ci_run"}
+        "gait_test", "book_build", "export", "ci_run", "summary"}
     assert set(schema["properties"]["status"]["enum"]) == {"ok", "failed", "running",
                                                            "interrupted"}  # fmt: skip
     assert "stale" in schema["properties"]["status"]["description"]

@@ -9,7 +9,7 @@ Layers, each importing only the ones before it:
 
 ========== =========================================================================
 robot      the robot built from published figures, and its mjlab entity config
-runs       run record schema, atomic storage, TensorBoard export (no torch, no mjlab)
+runs       run records: schema, atomic storage, summary records, TensorBoard export
 analysis   pure functions of records: summaries, acceptance rules, scaling, response
 compat     the run-time hooks for mjlab/Warp on ROCm, and the fault injection
 tasks      env and RL configs, tuning presets, MDP terms; registration with mjlab

@@ -7,7 +7,8 @@ cells. This module
 
 * finds the published checkpoints of the training recipe in ``book/results`` from their run
   records (training runs of the guarded task without fault injection; the SHA-256 of every
-  file is checked), and the recorded replays made with the book's protocol,
+  file is checked), and the recorded replays made with the book's protocol, whether each run
+  has its own folder or lives on as a row of a summary record (:mod:`mjlab_microduck.runs.folds`),
 * turns replay summaries into the reference chapter's table (checkpoint, 4 s displacement,
   mean forward velocity, mean absolute velocity error, min trunk z, min upright, terminations,
   fell-like fraction),
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
-from mjlab_microduck.runs import names, records
+from mjlab_microduck.runs import folds, names, records
 
 if TYPE_CHECKING:  # heavy imports only for type checkers
     import pandas as pd
@@ -92,23 +93,41 @@ def is_recipe_training(record: records.RunRecord, task: str = RECIPE_TASK) -> bo
     )
 
 
+def run_records(results_root: str | Path) -> list[tuple[Path, records.RunRecord]]:
+    """Every run record under ``results_root``: each run folder's, and each run a summary
+    record folds (its ``where`` is ``<fold>/<old folder name>``); summary records themselves
+    are left out."""
+    own = [(w, r) for w, r in records.find_records(results_root) if not folds.is_fold(r)]
+    folded = [(run.where, run.record) for run in folds.folded_runs(results_root)]
+    return sorted(own + folded, key=lambda item: item[0].name)
+
+
 def published_checkpoints(
-    results_root: str | Path, task: str = RECIPE_TASK
+    results_root: str | Path, task: str = RECIPE_TASK, retired: bool = False
 ) -> list[PublishedCheckpoint]:
     """Every checkpoint published with a recipe training run, by iteration.
 
     Read from the records (artifacts of kind ``checkpoint``), never from a list typed here.
     Each record's artifacts are verified (size and SHA-256) first, so a changed file stops the
     build instead of being replayed. The same iteration published by two runs (a resume that
-    re-publishes its starting point) is kept once, from the earlier run.
+    re-publishes its starting point) is kept once, from the earlier run. With ``retired``, the
+    checkpoints of folded runs count too (their name and SHA-256; the file is gone): enough
+    to tell which recorded replay replayed which.
     """
     found: dict[int, PublishedCheckpoint] = {}
     candidates = []
-    for where, record in records.find_records(results_root):
+    # (folder, record, its checkpoints' artifacts, whether its files are there to verify)
+    sources = [(where, record, tuple(record.artifacts), True)
+               for where, record in records.find_records(results_root)]  # fmt: skip
+    if retired:
+        sources += [(run.where, run.record, (*run.record.artifacts, *run.retired), False)
+                    for run in folds.folded_runs(results_root)]  # fmt: skip
+    for where, record, artifacts, on_disk in sources:
         if not is_recipe_training(record, task):
             continue
-        records.verify_artifacts(record, where)
-        for art in record.artifacts:
+        if on_disk:
+            records.verify_artifacts(record, where)
+        for art in artifacts:
             iteration = _iteration_or_none(art.path)
             if art.kind != "checkpoint" or iteration is None:
                 continue
@@ -181,12 +200,21 @@ class RecordedReplay:
     def trajectory(self) -> pd.DataFrame:
         return load_trajectory(self.where, self.record)
 
+    @property
+    def folder(self) -> str:
+        """Where it lies under the results: its folder, or ``<summary>/<its name>`` when
+        folded into a summary record."""
+        if (self.where / records.RECORD_FILENAME).is_file():
+            return self.where.name
+        return f"{self.where.parent.name}/{self.where.name}"
+
 
 def recorded_replays(results_root: str | Path) -> list[RecordedReplay]:
-    """Every finished replay record under ``results_root``, in folder order."""
+    """Every finished replay record under ``results_root``, in folder order, folded ones
+    included (with the files their fold kept, e.g. the video)."""
     return [
         RecordedReplay(where, rec)
-        for where, rec in records.find_records(results_root)
+        for where, rec in run_records(results_root)
         if rec.kind == "replay" and rec.status == "ok"
     ]
 
@@ -245,7 +273,7 @@ def inventory(
             "published in": f"book/results/{ckpt.run}" if ckpt else "not published yet",
             "sha256": ckpt.sha256[:12] if ckpt else "",
             "recorded protocol replay": (
-                f"book/results/{rep.where.name} ({prov.device_name}, {prov.backend})"
+                f"book/results/{rep.folder} ({prov.device_name}, {prov.backend})"
                 if rep and prov
                 else "none"
             ),
@@ -400,7 +428,7 @@ def rank_checkpoints(
 def recorded_presets(results_root: str | Path) -> dict[str, str]:
     """Tuning preset name -> task, for every published recipe run whose record names a preset."""
     found: dict[str, str] = {}
-    for _, record in sorted(records.find_records(results_root), key=lambda r: r[1].started_at):
+    for _, record in sorted(run_records(results_root), key=lambda r: r[1].started_at):
         tuning = record.config.get("tuning")
         task = str(record.config.get("task"))
         if isinstance(tuning, dict) and is_recipe_training(record, task):
@@ -412,7 +440,7 @@ def recorded_preset_rows(results_root: str | Path, task: str) -> dict[str, dict[
     """Checkpoint name -> summary of the recorded protocol replay, for one preset's run."""
     replays = recorded_replays(results_root)
     rows = {}
-    for ckpt in published_checkpoints(results_root, task=task):
+    for ckpt in published_checkpoints(results_root, task=task, retired=True):
         rep = recorded_protocol_replay(ckpt, replays, task=task)
         if rep is not None:
             rows[ckpt.name] = dict(rep.record.summary)
@@ -420,12 +448,14 @@ def recorded_preset_rows(results_root: str | Path, task: str) -> dict[str, dict[
 
 
 def best_recorded_checkpoint(results_root: str | Path, task: str) -> PublishedCheckpoint:
-    """The checkpoint of ``task``'s recipe run that its recorded protocol replays rank first."""
+    """The checkpoint of ``task``'s recipe run that its recorded protocol replays rank first
+    (its ``path`` exists only if the checkpoint is still published)."""
     rows = recorded_preset_rows(results_root, task)
     if not rows:
         raise LookupError(f"no recorded protocol replay of a checkpoint of {task}")
     best = rank_checkpoints(rows)[0]
-    return next(c for c in published_checkpoints(results_root, task=task) if c.name == best)
+    return next(c for c in published_checkpoints(results_root, task=task, retired=True)
+                if c.name == best)  # fmt: skip
 
 
 def preset_outcomes(results_root: str | Path) -> pd.DataFrame:

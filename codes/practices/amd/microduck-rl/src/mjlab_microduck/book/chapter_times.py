@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mjlab_microduck.book import budgets, results
-from mjlab_microduck.runs import records
+from mjlab_microduck.runs import folds, records
 from mjlab_microduck.runtime import profiles
 
 if TYPE_CHECKING:  # heavy imports only for type checkers
@@ -188,18 +188,22 @@ def _results_root(results_root: str | Path | None) -> Path:
     return Path(results_root) if results_root is not None else results.results_root()
 
 
-def _matches(root: Path, pattern: str) -> list[Path]:
+def _matches(root: Path, pattern: str) -> list[tuple[str, records.RunRecord]]:
+    """The runs ``pattern`` names, by folder name: run folders, or else the runs a summary
+    record folds under those names."""
     if _is_pattern(pattern):
         found = sorted(p.parent for p in root.glob(f"{pattern}/{records.RECORD_FILENAME}"))
     else:
         found = [root / pattern] if (root / pattern / records.RECORD_FILENAME).is_file() else []
-    if not found:
+    runs = [(where.name, records.load_record(where)) for where in found]
+    if not runs:
+        runs = [(run.name, run.record) for run in folds.folded_runs(root, pattern)]
+    if not runs:
         raise FileNotFoundError(f"{root}: no run record matches {pattern!r}")
-    return found
+    return runs
 
 
-def _gpu_record(where: Path) -> records.RunRecord:
-    record = records.load_record(where)
+def _gpu_record(name: str, record: records.RunRecord) -> records.RunRecord:
     problem = None
     if record.status != "ok":
         problem = f"status {record.status}"
@@ -210,7 +214,7 @@ def _gpu_record(where: Path) -> records.RunRecord:
     elif record.provenance.backend == "cpu":
         problem = "a CPU run"
     if problem is not None:
-        raise ValueError(f"{where.name}: cannot time a full-profile GPU run: {problem}")
+        raise ValueError(f"{name}: cannot time a full-profile GPU run: {problem}")
     return record
 
 
@@ -226,10 +230,10 @@ def full_time(chapter: Chapter, results_root: str | Path | None = None) -> FullT
             untimed.append(work.what)
             continue
         for pattern in work.runs:
-            folders = _matches(root, pattern)
-            matched.append((pattern, tuple(f.name for f in folders)))
-            for folder in folders:
-                record = _gpu_record(folder)
+            runs = _matches(root, pattern)
+            matched.append((pattern, tuple(name for name, _ in runs)))
+            for name, found in runs:
+                record = _gpu_record(name, found)
                 sums[work.before_build] = sums.get(work.before_build, 0.0) + float(
                     record.wall_seconds or 0.0
                 )

@@ -48,6 +48,10 @@ REFERENCE_R9700: dict[str, Any] = reference.FIGURES
 # (Plain names: importing the presets would import mjlab; a test ties them to the default.)
 RECIPE_RUN_500 = "h200_forward_tracking_train_500"
 RECIPE_RUN_1500 = "h200_forward_tracking_resume_1500"
+# Their protocol replays, and the other presets' runs with theirs, each folded into one summary
+# record (runs.folds): the gait test superseded the 4-s replays, and a table still reads them.
+RECIPE_REPLAYS = "h200_forward_tracking_replays"
+PRESET_HISTORY = "h200_preset_history"
 
 TERMINATION_PREFIX = "Episode_Termination/"
 
@@ -151,8 +155,17 @@ def load_run(where: str | Path) -> TrainingRun:
 
 
 def load_published(name: str) -> tuple[records.RunRecord, pd.DataFrame | None]:
-    """``book/results/<name>``: its record and, when it has one, its scalars by iteration."""
+    """``book/results/<name>``: its record and, when it has one, its scalars by iteration.
+
+    A run folded into a summary record (:mod:`mjlab_microduck.runs.folds`) is found by the
+    folder name it was published as: its record as published, and no scalars."""
+    from mjlab_microduck.runs import folds
+
     where = results_root() / name
+    if not where.is_dir():
+        folded = folds.find_folded(results_root(), name)
+        if folded is not None:
+            return folded.record, None
     record = records.load_record(where)
     scalars = load_scalars(record, where) if record.scalars_csv else None
     return record, scalars

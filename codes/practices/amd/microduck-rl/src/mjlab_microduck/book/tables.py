@@ -87,6 +87,10 @@ def _envs(values: Sequence[int]) -> str:
     return ", ".join(f"{v:,}" for v in values) + " envs"
 
 
+FOLDED_WORDS = {"gait_test": "gait tests", "replay": "replays", "train": "trainings"}
+"""How a summary record's size names the runs it folds, by kind."""
+
+
 def size_parts(record: RunRecord) -> tuple[str | None, str]:
     """The checkpoint a run used (``model_550.pt``; None if it used none) and the rest of its
     size from ``config`` (and a replay's ``summary.duration_s``), e.g.
@@ -122,6 +126,11 @@ def size_parts(record: RunRecord) -> tuple[str | None, str]:
         s = record.summary
         return checkpoint, (f"{s['obs_dim']} → {s['action_dim']} actor, "
                             f"{s['policy_bytes'] / 1e6:.2f} MB ONNX")  # fmt: skip
+    if kind == "summary" and c.get("sources"):
+        counts = [(k.removesuffix("_runs"), v) for k, v in record.summary.items()
+                  if k.endswith("_runs") and isinstance(v, int)]  # fmt: skip
+        text = ", ".join(f"{n} {FOLDED_WORDS.get(k, k)}" for k, n in counts) + " folded"
+        return checkpoint, text
     if kind == "book_build" and c.get("chapters"):
         return checkpoint, f"{len(c['chapters'])} chapters, {c.get('profile')} profile"
     return checkpoint, "see its config"

@@ -6,6 +6,10 @@ recipe at scale (4096 envs on one H200) and their gait tests; this module finds 
 under ``book/results`` by name (``h200_<recipe>_<stage>_s<seed>``,
 ``h200_<recipe>_gait_s<seed>_model_<iteration>``) and turns them into the tables the pages
 show, so no page repeats the lookup or types a number. A missing record is an error.
+
+A recipe's gait tests are read in either form: one folder per test, or folded into the
+recipe's gait history (``h200_<recipe>_gait_history``, ``microduck records fold-gait``), one
+row per test and case; a test published both ways is read from its own folder.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import pandas as pd
 
 from mjlab_microduck.analysis import walker
 from mjlab_microduck.book import tables
-from mjlab_microduck.runs import records
+from mjlab_microduck.runs import folds, records
 
 SEEDS = (42, 43, 44)
 
@@ -42,6 +46,9 @@ WALKER_HEADING = Recipe(
     "walker_heading", "Mjlab-Velocity-Flat-MicroDuck-WalkerHeadingTuning", ("main",)
 )
 WALKER_TASK = WALKER.task
+CANDIDATE_GAIT_TEST = "h200_walker_gait_s42_model_550"
+"""The gait test of the walker recipe's candidate, kept whole beside the recipe's gait history:
+pages plot its robots (``robots.csv``) and the drive page compares with them."""
 WALKER_FILENAME = "walker.json"
 """``book/results/walker.json``: the published walker, once a checkpoint passes the gait test."""
 
@@ -56,6 +63,11 @@ def gait_pattern(recipe: Recipe, seed: int) -> str:
     return f"h200_{recipe.name}_gait_s{seed}_model_*"
 
 
+def gait_history_folder(recipe: Recipe) -> str:
+    """The summary record folding a recipe's gait tests: ``h200_<recipe>_gait_history``."""
+    return f"h200_{recipe.name}_gait_history"
+
+
 def _results_root(results_root: str | Path | None) -> Path:
     if results_root is not None:
         return Path(results_root)
@@ -66,12 +78,18 @@ def _results_root(results_root: str | Path | None) -> Path:
 
 @dataclass(frozen=True)
 class SeedRun:
-    """One training seed of the walker recipe: its stages and its gait-tested checkpoints."""
+    """One training seed of the walker recipe: its stages and its gait-tested checkpoints.
+
+    ``gait`` is ``(iteration, where, record)`` per tested checkpoint; ``where`` is the test's
+    folder, or ``<gait history>/<its old folder name>`` for a folded one. ``verdicts`` holds
+    each one's verdict by iteration.
+    """
 
     seed: int
     recipe: Recipe
     stages: tuple[tuple[Path, records.RunRecord], ...]
     gait: tuple[tuple[int, Path, records.RunRecord], ...]
+    verdicts: dict[int, dict]
 
     def _stage_scalars(self) -> list[tuple[str, pd.DataFrame]]:
         return [
@@ -89,17 +107,31 @@ class SeedRun:
         return walker.TrainingClock(tuple(self._stage_scalars()))
 
     def verdict(self, iteration: int) -> dict:
-        for it, where, _ in self.gait:
-            if it == iteration:
-                return json.loads((where / "verdict.json").read_text())
-        raise KeyError(f"seed {self.seed}: no gait test of model_{iteration}")
+        if iteration not in self.verdicts:
+            raise KeyError(f"seed {self.seed}: no gait test of model_{iteration}")
+        return self.verdicts[iteration]
 
     def progress(self) -> pd.DataFrame:
         """Skills held per gait-tested checkpoint, with minutes of training (analysis.walker)."""
-        verdicts = [
-            (it, json.loads((where / "verdict.json").read_text())) for it, where, _ in self.gait
-        ]
+        verdicts = [(it, self.verdicts[it]) for it, _, _ in self.gait]
         return walker.progress_table(verdicts, self.clock())
+
+    def heading_share(self, iteration: int, cases: tuple[str, ...]) -> float | None:
+        """The share of robot runs, over the cases whose name starts with one of ``cases``,
+        whose heading stayed within the gait test's limit; None where the test kept no
+        robot-level numbers (its ``robots.csv``, or their per-case counts in a fold)."""
+        where = next(w for it, w, _ in self.gait if it == iteration)
+        verdict = self.verdict(iteration)
+        limit = verdict["thresholds"][folds.HEADING_LIMIT_KEY]
+        robots_csv = where / folds.ROBOTS_FILENAME
+        if robots_csv.is_file():
+            robots = pd.read_csv(robots_csv)
+            straight = robots[robots["case"].str.startswith(cases)]
+            return float((straight["heading_change_rad"].abs() <= limit).mean())
+        rows = [r for r in verdict["table"] if str(r["case"]).startswith(cases)]
+        if not rows or any(r.get("robots") is None for r in rows):
+            return None
+        return sum(r["robots_heading_within"] for r in rows) / sum(r["robots"] for r in rows)
 
     def checkpoint(self, iteration: int) -> Path:
         """The published slim checkpoint of ``model_<iteration>.pt``."""
@@ -116,12 +148,26 @@ def seed_run(seed: int, results_root: str | Path | None = None, recipe: Recipe =
     for stage in recipe.stages:
         where = root / stage_folder(recipe, stage, seed)
         stages.append((where, records.load_record(where)))
-    gait = []
-    for where in sorted(root.glob(gait_pattern(recipe, seed))):
-        gait.append((int(where.name.rsplit("_", 1)[1]), where, records.load_record(where)))
+    gait: dict[int, tuple[Path, records.RunRecord]] = {}
+    verdicts: dict[int, dict] = {}
+    folded = folds.folded_runs(root, gait_pattern(recipe, seed))
+    folded_verdicts = folds.gait_verdicts(folded)
+    for run in folded:
+        it = _iteration(run.name)
+        gait[it], verdicts[it] = (run.where, run.record), folded_verdicts[run.name]
+    for where in sorted(root.glob(gait_pattern(recipe, seed))):  # a folder kept whole wins
+        if (where / records.RECORD_FILENAME).is_file():
+            it = _iteration(where.name)
+            gait[it] = (where, records.load_record(where))
+            verdicts[it] = json.loads((where / folds.VERDICT_FILENAME).read_text())
     if not gait:
         raise FileNotFoundError(f"{root}: no gait test of {recipe.name} seed {seed}")
-    return SeedRun(seed, recipe, tuple(stages), tuple(sorted(gait, key=lambda g: g[0])))
+    points = tuple((it, *gait[it]) for it in sorted(gait))
+    return SeedRun(seed, recipe, tuple(stages), points, {it: verdicts[it] for it in sorted(gait)})
+
+
+def _iteration(name: str) -> int:
+    return int(name.rsplit("_", 1)[1])
 
 
 def seed_runs(results_root: str | Path | None = None, recipe: Recipe = WALKER) -> list[SeedRun]:
@@ -280,12 +326,18 @@ def walker_summary(runs: list[SeedRun]) -> dict:
         "seed": run.seed,
         "iteration": iteration,
         "checkpoint": f"{_folder_of(run, iteration)}/model_{iteration}.pt",
-        "gait_record": gait_where.name,
+        "gait_record": _gait_record(run, gait_where),
         "time_to_walk_s": round(minutes * 60.0, 1),
         "device": f"{prov.device_name} (driver {prov.driver_version})",
         "seeds_passing": sum(1 for v in seeds.values() if v["passed"]),
         "seeds": seeds,
     }
+
+
+def _gait_record(run: SeedRun, where: Path) -> str:
+    """A gait test's folder under the results (``<gait history>/<its name>`` when folded)."""
+    root = run.stages[0][0].parent
+    return where.relative_to(root).as_posix() if where.is_relative_to(root) else where.name
 
 
 def _folder_of(run: SeedRun, iteration: int) -> str:

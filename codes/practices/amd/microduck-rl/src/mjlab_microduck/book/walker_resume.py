@@ -18,7 +18,6 @@ import pandas as pd
 
 from mjlab_microduck.analysis import walker
 from mjlab_microduck.book import walker_results as wr
-from mjlab_microduck.runs import records
 from mjlab_microduck.tasks import tuning
 
 STRAIGHT_CASES = ("forward", "backward", "push")
@@ -132,18 +131,17 @@ def _table_findings(table: pd.DataFrame, start: int) -> dict[str, str]:
 
 def heading_within(runs: Sequence[wr.SeedRun]) -> tuple[float | None, list[tuple[int, dict]]]:
     """The gait test's heading limit (rad) and, per seed, ``{iteration: share of robots whose
-    heading stayed within it under a straight command}`` where ``robots.csv`` was kept."""
+    heading stayed within it under a straight command}`` where the test kept robot-level
+    numbers (:meth:`walker_results.SeedRun.heading_share`)."""
     threshold, within = None, []
     for run in runs:
         fractions = {}
-        for it, where, _ in run.gait:
-            robots_csv = where / "robots.csv"
-            if not robots_csv.is_file():
+        for it, _, _ in run.gait:
+            share = run.heading_share(it, STRAIGHT_CASES)
+            if share is None:
                 continue
             threshold = run.verdict(it)["thresholds"]["max_heading_change_rad"]
-            robots = pd.read_csv(robots_csv)
-            straight = robots[robots["case"].str.startswith(STRAIGHT_CASES)]
-            fractions[it] = (straight["heading_change_rad"].abs() <= threshold).mean()
+            fractions[it] = share
         within.append((run.seed, fractions))
     return threshold, within
 
@@ -169,7 +167,7 @@ def resume_findings(
     if threshold is None:
         raise ValueError("no gait test of the walker kept its robots.csv")
     found["threshold"] = f"{threshold:g}"
-    gait_seconds = records.load_record(runs[0].gait[0][1]).config["duration_s"]
+    gait_seconds = runs[0].gait[0][2].config["duration_s"]
     drift_rate = threshold / gait_seconds
     std_now = tuning.WALKER.ang_vel_std_rad_s
     std_next = tuning.WALKER_NARROW.ang_vel_std_rad_s

@@ -62,7 +62,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "records": (
         "mjlab_microduck.cli.records:main",
-        "validate, verify, publish or map run records; print their schema; record chapter times",
+        "validate, verify, publish, fold or map run records; their schema; chapter times",
     ),
 }
 

@@ -8,7 +8,10 @@ prints (or writes) the JSON schema of a record; ``chapter-times`` records how lo
 took in the last book build (``make chapter-times``); ``map`` rewrites the "which chapter reads
 which runs" section of ``book/results/README.md`` from the records; ``ci-run`` times a cold
 ``bash .ci/run`` in a fresh clone, stage by stage (``make ci-times``); ``drive-export`` puts the
-export of the book's checkpoint where the drive page reads it.
+export of the book's checkpoint where the drive page reads it; ``fold`` and ``fold-gait`` fold
+superseded runs into one summary record (``mjlab_microduck.runs.folds``), a gait test's verdict
+as one row per case, and with ``--retire`` remove the folders it replaces; ``retire`` removes
+files no page reads from a published run, naming them in its record's notes.
 
 Exit status: 0 when everything checked is fine, 1 when a record is invalid, changed or stale,
 2 for bad input (a path that names no record, a run that cannot be published, an output that
@@ -99,6 +102,42 @@ class DriveExport:
 
 
 @dataclass(frozen=True)
+class Fold:
+    """Fold finished runs into one summary record: their records in sources.json, one CSV of
+    rows per kind, the artifacts of the --keep-kind kinds; the others are retired."""
+
+    sources: Annotated[tuple[Path, ...], Positional, arg(metavar="RUN [RUN ...] DEST")] = ()
+    """the run folders to fold, then the folder to write (it must not exist)"""
+    keep_kind: tuple[str, ...] = ()
+    """artifact kinds to keep in the fold (e.g. video); the other artifacts are retired"""
+    keep_file: tuple[str, ...] = ()
+    """single artifacts to keep, as <run folder>/<path> (e.g. a checkpoint a test replays)"""
+    retire: bool = False
+    """remove the folded run folders once the fold is written (except those --keep names)"""
+    keep: tuple[str, ...] = ()
+    """with --retire: folder names to leave in place although folded (a run a page plots)"""
+
+
+@dataclass(frozen=True)
+class FoldGait(Fold):
+    """Fold gait tests (e.g. a recipe's per-checkpoint tests, ..._gait_s<seed>_model_<it>) into
+    one gait-history record: one row per run and case, with the verdict."""
+
+
+@dataclass(frozen=True)
+class Retire:
+    """Remove files no page reads (e.g. a checkpoint nobody replays) from a published run: its
+    record stops listing them and its notes name each one, with its size and SHA-256."""
+
+    run: Annotated[Path, Positional, arg(metavar="RUN")]
+    """the published run folder"""
+    paths: Annotated[tuple[str, ...], Positional, arg(metavar="FILE [FILE ...]")] = ()
+    """the artifacts to retire, as the record lists them (e.g. model_748.pt)"""
+    why: str = ""
+    """the reason, kept in the record's notes"""
+
+
+@dataclass(frozen=True)
 class Map:
     """Rewrite the README's "which chapter reads which runs" section from the run records."""
 
@@ -122,6 +161,9 @@ def _subcommands():
         Annotated[CiRunRequest, tyro.conf.subcommand("ci-run")],
         Annotated[Map, tyro.conf.subcommand("map")],
         Annotated[DriveExport, tyro.conf.subcommand("drive-export")],
+        Annotated[Fold, tyro.conf.subcommand("fold")],
+        Annotated[FoldGait, tyro.conf.subcommand("fold-gait")],
+        Annotated[Retire, tyro.conf.subcommand("retire")],
     ]
 
 
@@ -299,6 +341,59 @@ def _ci_run(request: CiRunRequest, prog: str) -> int:
     return 0
 
 
+def _fold(request: Fold, prog: str) -> int:
+    import shutil
+
+    from mjlab_microduck.runs import folds
+    from mjlab_microduck.runtime import provenance
+
+    *sources, dest = request.sources
+    kind = "gait_test" if isinstance(request, FoldGait) else None
+    names = {Path(s).name for s in sources}
+    unknown = sorted(set(request.keep) - names)
+    if unknown:
+        return refuse(prog, f"--keep {', '.join(unknown)}: not among the runs to fold")
+    if request.keep and not request.retire:
+        return refuse(prog, "--keep names folders to leave in place under --retire; add --retire")
+    try:
+        checked = folds.check_sources(sources, dest, kind)
+        by_id = {s.record.run_id: s.name for s in checked}
+        keep = folds.keep_any(folds.keep_kinds(*request.keep_kind),
+                              folds.keep_files(by_id, request.keep_file))  # fmt: skip
+        missing = sorted(set(request.keep_file) - {f"{s.name}/{a.path}" for s in checked
+                                                   for a in s.record.artifacts})  # fmt: skip
+        if missing:
+            return refuse(prog, f"--keep-file {', '.join(missing)}: no such artifact in its "
+                                "run's record")  # fmt: skip
+        record = folds.fold(
+            sources, dest, keep=keep, kind=kind,
+            command=["microduck", "records", "fold-gait" if kind else "fold",
+                     *(str(s) for s in request.sources)],
+            fold_commit=provenance.git_commit(),
+        )  # fmt: skip
+    except (OSError, ValueError) as err:  # FoldError, a bad record, a full disk
+        return refuse(prog, err)
+    print(f"folded: {Path(dest) / 'record.json'} ({record.summary['runs']} runs)")
+    if request.retire:
+        for where in sources:
+            if Path(where).name not in request.keep:
+                shutil.rmtree(where)
+        print(f"retired: {len(sources) - len(request.keep)} run folders"
+              + (f"; kept {', '.join(request.keep)}" if request.keep else ""))  # fmt: skip
+    return 0
+
+
+def _retire(request: Retire, prog: str) -> int:
+    from mjlab_microduck.runs import folds
+
+    try:
+        folds.retire_artifacts(request.run, request.paths, request.why)
+    except (OSError, ValueError) as err:
+        return refuse(prog, err)
+    print(f"{request.run}: retired {', '.join(request.paths)}")
+    return 0
+
+
 def _map(request: Map, prog: str) -> int:
     # The one book module the command line uses: the map of runs is the book's, and writing
     # its README section needs neither torch nor mjlab.
@@ -334,8 +429,14 @@ def main(argv: list[str] | None = None, prog: str = "microduck records") -> int:
                               "holding one)")  # fmt: skip
         if isinstance(command, Verify) and command.stale_after <= 0:
             raise Refused(f"--stale-after {command.stale_after}: must be more than 0 seconds")
+        if isinstance(command, Fold) and len(command.sources) < 2:
+            raise Refused("give the run folders to fold, then the folder to write")
     except Refused as err:
         return refuse(prog, err)
+    if isinstance(command, Fold):
+        return _fold(command, prog)
+    if isinstance(command, Retire):
+        return _retire(command, prog)
     if isinstance(command, Schema):
         return _schema(command, prog)
     if isinstance(command, Publish):

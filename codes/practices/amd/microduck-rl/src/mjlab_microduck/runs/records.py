@@ -71,6 +71,7 @@ RunKind = Literal[
     "book_build",
     "export",
     "ci_run",
+    "summary",
 ]
 RunStatus = Literal["ok", "failed", "running", "interrupted"]
 Backend = Literal["cpu", "cuda", "hip"]

@@ -1,0 +1,161 @@
+"""Summary records (mjlab_microduck.runs.folds): folding runs into one record and reading them
+back by their old names, exactly; retiring single files from a published run."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import run_fakes
+
+from mjlab_microduck.analysis import acceptance
+from mjlab_microduck.book import walker_results as wr
+from mjlab_microduck.runs import folds, records
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / "book" / "results"
+GAIT = RESULTS / wr.CANDIDATE_GAIT_TEST
+NOW = dt.datetime(2026, 12, 2, 1, 0, tzinfo=dt.timezone.utc)
+
+
+def _replay(root: Path, name: str, *, video: bytes = b"mp4", wall: float = 7.0) -> Path:
+    where = root / name
+    where.mkdir(parents=True)
+    (where / "replay.mp4").write_bytes(video)
+    (where / "trajectory.csv").write_text("frame,x\n0,0.0\n")
+    record = run_fakes.record(
+        run_id=f"20261130T000000Z_{name}", kind="replay", wall_seconds=wall,
+        config={"checkpoint": f"/tmp/run/{name}.pt", "frames": 200},
+        summary={"mean_forward_velocity_mps": 0.05, "done_count": 0},
+        artifacts=[records.artifact(where / "replay.mp4", where, "video"),
+                   records.artifact(where / "trajectory.csv", where, "trajectory")],
+    )  # fmt: skip
+    records.write_record(record, where)
+    return where
+
+
+def test_a_folded_gait_test_reads_back_exactly(tmp_path):
+    source = shutil.copytree(GAIT, tmp_path / GAIT.name)
+    fold = folds.fold([source], tmp_path / "gait_history", kind="gait_test", now=NOW,
+                      command=["microduck", "records", "fold-gait"], fold_commit="abc123")
+    assert (fold.kind, fold.status) == ("summary", "ok")
+    assert fold.run_id == "20261202T010000Z_gait_history"
+    assert fold.config == {"folded": ["gait_test"], "sources": [GAIT.name]}
+    assert fold.summary == {"runs": 1, "gait_test_runs": 1, "gait_tests_passed": 0,
+                            "training_seeds": "42"}  # fmt: skip
+    original = records.load_record(GAIT)
+    assert fold.wall_seconds == original.wall_seconds
+    assert fold.provenance.device_name == "NVIDIA H200"
+    assert "commit abc123" in fold.provenance.notes[0]
+    where = tmp_path / "gait_history"
+    records.verify_artifacts(records.load_record(where), where)
+    (run,) = folds.load_fold(where)
+    assert run.name == GAIT.name and run.where == where / GAIT.name
+    assert run.record == original.model_copy(update={"artifacts": []})  # notes restored too
+    assert {a.path for a in run.retired} == {"verdict.json", "robots.csv"}
+    assert {a.sha256 for a in run.retired} == {a.sha256 for a in original.artifacts}
+    verdict = json.loads((GAIT / "verdict.json").read_text())
+    rebuilt = folds.gait_verdict(run)
+    assert {k: v for k, v in rebuilt.items() if k != "table"} == {
+        k: v for k, v in verdict.items() if k != "table"}
+    columns = list(verdict["table"][0])
+    assert [{k: row[k] for k in columns} for row in rebuilt["table"]] == verdict["table"]
+    # robots.csv lives on as two counts per case: the share of robots holding their heading
+    robots = pd.read_csv(GAIT / "robots.csv")
+    limit = verdict["thresholds"]["max_heading_change_rad"]
+    forward = robots[robots["case"] == "forward_0.2"]
+    row = next(r for r in rebuilt["table"] if r["case"] == "forward_0.2")
+    assert row["robots"] == len(forward) == 80
+    assert row["robots_heading_within"] == int((forward["heading_change_rad"].abs() <= limit).sum())
+    # the browsable rows: one per case, each naming its run and that run's stack
+    rows = folds.rows(where, "gait_test")
+    assert len(rows) == 16 and set(rows["run"]) == {GAIT.name}
+    assert (rows["training_seed"] == 42).all() and (rows["iteration"] == 550).all()
+    assert (rows["verdict_failed_conditions"] == len(verdict["failures"])).all()
+    first = rows.iloc[0]
+    assert (first["backend"], first["device"], first["driver"]) == ("cuda", "NVIDIA H200",
+                                                                     "580.159.04")  # fmt: skip
+    assert first["versions"].startswith("torch 2.11.0; warp 1.13.0")
+    assert first["git_commit"] == original.provenance.git_commit
+    assert first["command"] == " ".join(original.command)
+    assert first["started_at"] == original.started_at
+    assert source.is_dir()  # the caller retires the folders
+
+
+def test_folded_replays_keep_their_videos_and_are_found_by_their_old_names(tmp_path):
+    a = _replay(tmp_path, "rep_a", video=b"a" * 10, wall=7.0)
+    b = _replay(tmp_path, "rep_b", video=b"b" * 20, wall=8.5)
+    folds.fold([a, b], tmp_path / "replays", keep=folds.keep_kinds("video"), now=NOW)
+    record = records.load_record(tmp_path / "replays")
+    assert record.wall_seconds == pytest.approx(15.5)
+    assert {art.path for art in record.artifacts} == {
+        "sources.json", "replay.csv", "rep_a/replay.mp4", "rep_b/replay.mp4"}
+    assert len(folds.rows(tmp_path / "replays", "replay")) == 2
+    assert folds.rows(tmp_path / "replays", "train").empty
+    found = folds.find_folded(tmp_path, "rep_b")
+    assert found is not None and found.where == tmp_path / "replays" / "rep_b"
+    assert [art.path for art in found.record.artifacts] == ["replay.mp4"]
+    assert [art.kind for art in found.retired] == ["trajectory"]
+    assert [r.name for r in folds.folded_runs(tmp_path, "rep_*")] == ["rep_a", "rep_b"]
+    assert folds.find_folded(tmp_path, "rep_c") is None
+    # once the folders are retired, the analysis layer reads the folded replay like a folder
+    shutil.rmtree(a)
+    shutil.rmtree(b)
+    (rep_b,) = [r for r in acceptance.recorded_replays(tmp_path) if r.where.name == "rep_b"]
+    assert rep_b.video.read_bytes() == b"b" * 20 and rep_b.folder == "replays/rep_b"
+
+
+def test_keep_files_keeps_one_named_artifact(tmp_path):
+    a = _replay(tmp_path, "rep_a")
+    by_id = {records.load_record(a).run_id: "rep_a"}
+    folds.fold([a], tmp_path / "f", keep=folds.keep_files(by_id, ["rep_a/trajectory.csv"]))
+    assert (tmp_path / "f" / "rep_a" / "trajectory.csv").is_file()
+    assert not (tmp_path / "f" / "rep_a" / "replay.mp4").exists()
+    with pytest.raises(folds.FoldError, match="other/x.pt: not a file of a run being folded"):
+        folds.keep_files(by_id, ["other/x.pt"])
+
+
+def test_a_fold_refuses_before_writing_anything(tmp_path):
+    a = _replay(tmp_path, "rep_a")
+    folds.fold([a], tmp_path / "done")
+    cases = [
+        (([], tmp_path / "new"), "give at least one run folder"),
+        (([a], tmp_path / "done"), "already exists"),
+        (([a], tmp_path / "no" / "new"), "no such folder"),
+        (([a, a], tmp_path / "new"), "rep_a: given twice"),
+        (([tmp_path / "done"], tmp_path / "new"), "already a summary record"),
+    ]
+    for (sources, dest), message in cases:
+        with pytest.raises(folds.FoldError, match=message):
+            folds.fold(sources, dest)
+    with pytest.raises(folds.FoldError, match="a replay record, not a gait_test run"):
+        folds.fold([a], tmp_path / "new", kind="gait_test")
+    (a / "replay.mp4").write_bytes(b"changed")
+    with pytest.raises(folds.FoldError, match="replay.mp4"):
+        folds.fold([a], tmp_path / "new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["done", "rep_a"]
+
+
+def test_retiring_a_file_keeps_the_record_and_names_the_file(tmp_path):
+    a = _replay(tmp_path, "rep_a", video=b"v" * 12)
+    before = records.load_record(a)
+    video = next(art for art in before.artifacts if art.kind == "video")
+    after = folds.retire_artifacts(a, ["replay.mp4"], "no page shows it",
+                                   today=NOW.date())  # fmt: skip
+    assert not (a / "replay.mp4").exists()
+    assert [art.path for art in after.artifacts] == ["trajectory.csv"]
+    assert after.notes == ("Retired from the publication on 2026-12-02 (no page shows it):\n"
+                           f"replay.mp4 (12 bytes, sha256 {video.sha256})")  # fmt: skip
+    assert after.model_copy(update={"artifacts": before.artifacts, "notes": None}) == before
+    assert records.load_record(a) == after
+    records.verify_artifacts(after, a)
+    for paths, why, message in ((["replay.mp4"], "x", "no artifact replay.mp4"),
+                                (["trajectory.csv"], " ", "say why"),
+                                ([], "x", r"no artifact \(none given\)")):  # fmt: skip
+        with pytest.raises(folds.FoldError, match=message):
+            folds.retire_artifacts(a, paths, why)
+    assert (a / "trajectory.csv").is_file()
