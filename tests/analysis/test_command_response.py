@@ -13,7 +13,9 @@ from mjlab_microduck.jobs import replay
 from mjlab_microduck.tasks.tuning import STEPPING
 from mjlab_microduck.tasks.velocity import preset_task_id
 
-STEPPING_750 = results.results_root() / "h200_stepping_resume_1500" / "model_750.pt"
+# Folded with its run into the presets' summary record, which keeps this one checkpoint.
+STEPPING_750 = (results.results_root() / results.PRESET_HISTORY / "h200_stepping_resume_1500"
+                / "model_750.pt")
 STEPPING_TASK = preset_task_id(STEPPING)
 RECIPE_1498 = results.results_root() / results.RECIPE_RUN_1500 / "model_1498.pt"
 

@@ -16,7 +16,7 @@ import yaml
 from mjlab_microduck.book import chapter_times as ct
 from mjlab_microduck.book import results
 from mjlab_microduck.jobs import book_build
-from mjlab_microduck.runs import records
+from mjlab_microduck.runs import folds, records
 from mjlab_microduck.runtime import profiles
 
 REPO = Path(__file__).resolve().parents[2]
@@ -287,10 +287,14 @@ def test_chapter_6_times_the_gait_test_and_the_replays_it_makes():
     assert config["robots_per_case"] == request.robots_per_case
     root = results.results_root()
     recorded = acceptance.recorded_replays(root)
-    protocol = {acceptance.recorded_protocol_replay(c, recorded).where.name
+    protocol = {acceptance.recorded_protocol_replay(c, recorded).where
                 for c in acceptance.published_checkpoints(root)}  # fmt: skip
-    (pattern,) = replay_work.runs
-    assert protocol == {p.name for p in root.glob(pattern)}
+    # the five replays, folded into the one summary record chapter 6 times
+    (fold,) = replay_work.runs
+    assert {where.parent.name for where in protocol} == {fold}
+    assert {where.name for where in protocol} == set(_published(fold).config["sources"])
+    folded = [r.record.wall_seconds for r in folds.load_fold(root / fold)]
+    assert len(folded) == 5 and _published(fold).wall_seconds == pytest.approx(sum(folded))
     assert [w.runs for w in untimed] == [(), ()]
 
 

@@ -23,7 +23,9 @@ from mjlab_microduck.analysis.training import summarize  # noqa: E402
 from mjlab_microduck.book import results  # noqa: E402
 from mjlab_microduck.runs import records
 from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV  # noqa: E402
-from mjlab_microduck.tasks.velocity import TASK_ID, UPSTREAM_TUNING_TASK_ID  # noqa: E402
+from mjlab_microduck.tasks.velocity import TASK_ID  # noqa: E402
+
+FORWARD_TRACKING_TASK = "Mjlab-Velocity-Flat-MicroDuck-ForwardTrackingTuning"
 
 TRAIN_RECORDS = sorted(
     d.name for d, r in records.find_records(results.results_root()) if r.kind == "train"
@@ -186,8 +188,8 @@ def test_expected_checkpoints(first, iterations, interval, expected):
     "task, runs, weights",
     [
         (TASK_ID, ("h200_train_500", "h200_resume_1500"), (-0.1, -0.15, -0.2, -0.2)),
-        (UPSTREAM_TUNING_TASK_ID, ("h200_upstream_train_500", "h200_upstream_resume_1500"),
-         (-0.1, -0.2, -0.8, -0.8)),
+        (FORWARD_TRACKING_TASK, (results.RECIPE_RUN_500, results.RECIPE_RUN_1500),
+         (-0.1, -0.15, -0.2, -0.2)),
     ],
 )  # fmt: skip
 def test_curriculum_schedule_matches_the_recorded_curricula(task, runs, weights):

@@ -329,6 +329,11 @@ def test_every_folder_a_page_names_or_globs_in_its_source_is_in_its_map():
         assert not missing, (chapter.doc, sorted(missing))
 
 
+def _folder(where: Path) -> str:
+    """The folder under book/results holding a run: its own, or the summary record folding it."""
+    return where.relative_to(results.results_root()).parts[0]
+
+
 def test_chapters_4_and_6_read_the_runs_preset_outcomes_reads():
     root = results.results_root()
     replays = acceptance.recorded_replays(root)
@@ -336,11 +341,11 @@ def test_chapters_4_and_6_read_the_runs_preset_outcomes_reads():
     for task in acceptance.recorded_presets(root).values():
         if not acceptance.recorded_preset_rows(root, task):
             continue  # a recipe without protocol replays (the walkers) is no row of the table
-        for ckpt in acceptance.published_checkpoints(root, task=task):
-            used.add(ckpt.run)
+        for ckpt in acceptance.published_checkpoints(root, task=task, retired=True):
+            used.add(_folder(ckpt.path.parent))
             replay = acceptance.recorded_protocol_replay(ckpt, replays, task=task)
             if replay is not None:
-                used.add(replay.where.name)
+                used.add(_folder(replay.where))
     for doc in ("notebooks/04_train_500", "notebooks/06_replay"):
         assert used <= _matched(_page(doc).runs), doc
     assert _matched(rm.ALL_PRESET_RUNS) <= used  # the map claims no preset run it does not use
@@ -354,8 +359,9 @@ def test_the_walker_pages_read_every_folder_seed_runs_reads():
         read = set()
         for run in wr.seed_runs(recipe=recipe):
             read |= {where.name for where, _ in run.stages}
-            read |= {where.name for _, where, _ in run.gait}
-        assert _matched(rm.recipe_runs(recipe)) == read
+            read |= {_folder(where) for _, where, _ in run.gait}
+        runs = rm.WALKER_RUNS if recipe is wr.WALKER else rm.WALKER_NARROW_RUNS
+        assert _matched(runs) == read
         for doc in docs:
             assert read <= _matched(_page(f"notebooks/{doc}").runs), (recipe.name, doc)
 

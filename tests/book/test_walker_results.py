@@ -9,6 +9,11 @@ import pytest
 
 from mjlab_microduck.analysis import walker
 from mjlab_microduck.book import walker_results as wr
+from mjlab_microduck.runs import records
+
+PUBLISHED_CHECKPOINTS = {42: {499, 550}, 43: {748}, 44: set()}
+"""The walker checkpoints still published: the candidate (s42, 550), and those an exercise
+resumes from or gait-tests (s42's 499, s43's 748)."""
 
 
 @pytest.fixture(scope="module")
@@ -25,9 +30,17 @@ def test_three_seeds_of_the_recipe_at_scale_are_published(runs):
         assert (main.config["iterations"], resume.config["iterations"]) == (500, 250)
         assert resume.config["resume_from_iteration"] == 499
         assert main.provenance.backend == "cuda" and main.provenance.device_name == "NVIDIA H200"
-        assert run.checkpoint(499).parent == main_dir
-        assert run.checkpoint(748).parent == resume_dir
         assert [it for it, _, _ in run.gait] == [*range(100, 451, 50), 499, *range(550, 701, 50)]
+        # the checkpoints a page or an exercise replays stay published; the others are retired,
+        # and their record names each with its SHA-256
+        for iteration, stage_dir in ((499, main_dir), (550, resume_dir), (748, resume_dir)):
+            if iteration in PUBLISHED_CHECKPOINTS[run.seed]:
+                assert run.checkpoint(iteration).parent == stage_dir
+            else:
+                with pytest.raises(FileNotFoundError, match="is not published"):
+                    run.checkpoint(iteration)
+                notes = records.load_record(stage_dir).notes
+                assert f"model_{iteration}.pt (776060 bytes, sha256 " in notes
 
 
 def test_the_clock_runs_forward_across_the_resume(runs):
@@ -68,8 +81,12 @@ def test_the_narrow_recipe_has_three_seeds_of_one_500_iteration_stage(narrow_run
         assert main.config["task"] == wr.WALKER_NARROW.task
         assert main.config["tuning"]["ang_vel_std_rad_s"] == 0.3
         assert (main.config["num_envs"], main.config["iterations"]) == (4096, 500)
-        assert run.checkpoint(499).parent == main_dir
+        with pytest.raises(FileNotFoundError, match="model_499.pt is not published"):
+            run.checkpoint(499)  # retired: no page replays a checkpoint of this recipe
         assert [it for it, _, _ in run.gait] == [*range(100, 451, 50), 499]
+        # every gait test is a row of the recipe's gait history, none has its own folder
+        assert {where.parent.name for _, where, _ in run.gait} == {
+            wr.gait_history_folder(wr.WALKER_NARROW)}
         assert walker.time_to_walk_s(run.progress()) is None
 
 

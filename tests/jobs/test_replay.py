@@ -457,7 +457,10 @@ def test_recorded_replays_are_matched_to_their_checkpoint():
     replays = acceptance.recorded_replays(RESULTS)
     found = acceptance.recorded_protocol_replay(published["model_499.pt"], replays)
     assert found is not None and found.where.name == "h200_forward_tracking_replay_model_499"
+    # folded into the default preset's summary record, with its video
+    assert found.folder == f"{results.RECIPE_REPLAYS}/h200_forward_tracking_replay_model_499"
     assert found.video is not None and found.video.is_file()
+    assert found.record.summary["mean_forward_velocity_mps"] == pytest.approx(0.00066, abs=1e-5)
     by_name = {r.where.name: r for r in replays}
     # The faulted replay is not a protocol replay; the stock one replayed another checkpoint.
     assert not acceptance.is_protocol_replay(by_name["h200_replay_discarded_frozen"].record)
@@ -468,12 +471,13 @@ def test_recorded_replays_are_matched_to_their_checkpoint():
     assert table.loc["model_1750.pt", "published in"] == "not published yet"
     assert table.loc["model_750.pt", "published in"] == f"book/results/{results.RECIPE_RUN_1500}"
     recorded = table.loc["model_499.pt", "recorded protocol replay"]
-    assert "h200_forward_tracking_replay_model_499" in recorded
+    assert recorded == (f"book/results/{results.RECIPE_REPLAYS}/"
+                        "h200_forward_tracking_replay_model_499 (NVIDIA H200, cuda)")
 
 
 def test_checkpoint_hash_in_a_record_wins_over_the_file_name(tmp_path):
     published = {c.name: c for c in acceptance.published_checkpoints(RESULTS)}
-    record = records.load_record(RESULTS / "h200_forward_tracking_replay_model_499")
+    record = results.load_published("h200_forward_tracking_replay_model_499")[0]
     ckpt = published["model_499.pt"]
     other = record.model_copy(update={"config": {**record.config, "checkpoint_sha256": "0" * 64}})
     assert acceptance.replays_checkpoint(record, ckpt)  # by its hash
@@ -527,7 +531,9 @@ def test_best_recorded_checkpoint_of_a_preset_follows_its_recorded_replays():
 
     best = acceptance.best_recorded_checkpoint(RESULTS, preset_task_id(STEPPING))
     assert (best.name, best.run) == ("model_750.pt", "h200_stepping_resume_1500")
-    assert best.path.is_file()
+    # folded with its run into the presets' summary record, this one checkpoint kept
+    assert best.path == RESULTS / results.PRESET_HISTORY / best.run / best.name
+    assert records.sha256_file(best.path) == best.sha256
     with pytest.raises(LookupError, match="BookTuning"):  # its run was made as the default task
         acceptance.best_recorded_checkpoint(RESULTS, preset_task_id(BOOK))
 

@@ -222,7 +222,7 @@ def test_metrics_of_a_schedule_use_each_frames_command():
 
 
 def test_a_scheduled_replay_is_not_a_protocol_replay():
-    record = records.load_record(REPO / "book/results/h200_forward_tracking_replay_model_499")
+    record = results.load_published("h200_forward_tracking_replay_model_499")[0]
     assert acceptance.is_protocol_replay(record, task=record.config["task"])
     scheduled = record.model_copy(
         update={"config": {**record.config, "schedule": [[0.0, 0.15, 0.0, 0.0]],

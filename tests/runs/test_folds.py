@@ -1,5 +1,6 @@
 """Summary records (mjlab_microduck.runs.folds): folding runs into one record and reading them
-back by their old names, exactly; retiring single files from a published run."""
+back by their old names, exactly; retiring single files from a published run; and the
+summary records published in book/results."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 import run_fakes
 
 from mjlab_microduck.analysis import acceptance
+from mjlab_microduck.book import results
 from mjlab_microduck.book import walker_results as wr
 from mjlab_microduck.runs import folds, records
 
@@ -159,3 +161,47 @@ def test_retiring_a_file_keeps_the_record_and_names_the_file(tmp_path):
         with pytest.raises(folds.FoldError, match=message):
             folds.retire_artifacts(a, paths, why)
     assert (a / "trajectory.csv").is_file()
+
+
+# ----------------------------------------------------------------------------- book/results
+
+
+def test_the_published_summary_records_fold_what_they_say():
+    summaries = {w.name: r for w, r in records.find_records(RESULTS) if folds.is_fold(r)}
+    assert set(summaries) == {results.RECIPE_REPLAYS, results.PRESET_HISTORY,
+                              wr.gait_history_folder(wr.WALKER),
+                              wr.gait_history_folder(wr.WALKER_NARROW)}  # fmt: skip
+    counts = {name: r.summary["runs"] for name, r in summaries.items()}
+    assert counts == {results.RECIPE_REPLAYS: 5, results.PRESET_HISTORY: 28,
+                      wr.gait_history_folder(wr.WALKER): 39,
+                      wr.gait_history_folder(wr.WALKER_NARROW): 27}  # fmt: skip
+    for name, record in summaries.items():
+        records.verify_artifacts(record, RESULTS / name)
+        runs = folds.load_fold(RESULTS / name)
+        assert [r.name for r in runs] == record.config["sources"]
+        # a folded run has no folder of its own, except a gait test a page plots
+        kept = {r.name for r in runs if (RESULTS / r.name).is_dir()}
+        assert kept == ({wr.CANDIDATE_GAIT_TEST} if name == wr.gait_history_folder(wr.WALKER)
+                        else set())  # fmt: skip
+        assert record.wall_seconds == pytest.approx(sum(r.record.wall_seconds for r in runs))
+    gait = folds.rows(RESULTS / wr.gait_history_folder(wr.WALKER), "gait_test")
+    assert len(gait) == 3 * 13 * 16  # seeds x checkpoints x cases
+    assert gait.groupby("run")["verdict_passed"].first().sum() == 0
+
+
+def test_the_candidate_reads_the_same_from_its_folder_and_from_the_gait_history(tmp_path):
+    root = tmp_path / "results"
+    root.mkdir()
+    for name in (*(wr.stage_folder(wr.WALKER, s, 42) for s in wr.WALKER.stages),
+                 wr.gait_history_folder(wr.WALKER)):  # fmt: skip
+        (root / name).symlink_to(RESULTS / name)
+    folded, whole = wr.seed_run(42, root), wr.seed_run(42)
+    assert [it for it, _, _ in folded.gait] == [it for it, _, _ in whole.gait]
+    pd.testing.assert_frame_equal(folded.progress(), whole.progress())
+    pd.testing.assert_frame_equal(wr.case_table(folded.verdict(550)),
+                                  wr.case_table(whole.verdict(550)))  # fmt: skip
+    straight = ("forward", "backward", "push")
+    assert folded.heading_share(550, straight) == whole.heading_share(550, straight)
+    assert 0.5 < whole.heading_share(550, straight) < 1.0
+    where = next(w for it, w, _ in folded.gait if it == 550)
+    assert where == root / wr.gait_history_folder(wr.WALKER) / wr.CANDIDATE_GAIT_TEST

@@ -119,7 +119,7 @@ CHAPTERS: tuple[Chapter, ...] = (
         "the gait test, replays of the published checkpoints, a video, a command sweep",
         (
             GpuWork("the gait test", ("h200_walker_gait_s42_model_550",)),
-            GpuWork("the replays", ("h200_forward_tracking_replay_model_*",)),
+            GpuWork("the replays", (results.RECIPE_REPLAYS,)),
             GpuWork("the video replay"),
             GpuWork("the command sweep"),
         ),

@@ -62,36 +62,29 @@ class ChapterRuns:
     note: str = ""
 
 
-def recipe_runs(recipe: wr.Recipe, seeds: Sequence[int] = wr.SEEDS) -> tuple[str, ...]:
-    """A walker recipe's folders, seed by seed: its training stages, then its gait tests."""
-    return tuple(
-        name
-        for seed in seeds
-        for name in (*(wr.stage_folder(recipe, s, seed) for s in recipe.stages),
-                     wr.gait_pattern(recipe, seed))
-    )  # fmt: skip
-
-
-# The presets' recipe runs (256 envs, 500 + 1000 iterations) and their protocol replays, as
-# acceptance.preset_outcomes finds them; the BOOK preset's runs carry no preset in their names.
-PRESET_PREFIXES = ("h200", "h200_upstream", "h200_gait_slow", "h200_stepping",
-                   "h200_forward_tracking", "h200_forward_tracking_low_air")  # fmt: skip
-# The default preset's runs are the recipe runs chapters 4 to 6 read (results.RECIPE_RUN_500).
-DEFAULT_PRESET_PREFIX = results.RECIPE_RUN_500.removesuffix("_train_500")
-
-
-def preset_runs(prefix: str) -> tuple[str, ...]:
-    return (f"{prefix}_train_500", f"{prefix}_resume_1500", f"{prefix}_replay_model_*")
+def recipe_runs(recipe: wr.Recipe, seeds: Sequence[int] = wr.SEEDS,
+                kept: Sequence[str] = ()) -> tuple[str, ...]:
+    """A walker recipe's folders: its training stages seed by seed, then its gait history (the
+    summary record of its gait tests) and the gait tests ``kept`` whole beside it."""
+    stages = tuple(wr.stage_folder(recipe, s, seed) for seed in seeds for s in recipe.stages)
+    return (*stages, wr.gait_history_folder(recipe), *kept)
 
 
 def _unique(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-# The default preset's first, as the chapters show it first.
-ALL_PRESET_RUNS = _unique(
-    (*preset_runs(DEFAULT_PRESET_PREFIX), *(n for p in PRESET_PREFIXES for n in preset_runs(p)))
-)
+WALKER_RUNS = recipe_runs(wr.WALKER, kept=(wr.CANDIDATE_GAIT_TEST,))
+WALKER_NARROW_RUNS = recipe_runs(wr.WALKER_NARROW)
+
+# The presets' recipe runs (256 envs, 500 + 1000 iterations) and their protocol replays, as
+# acceptance.preset_outcomes finds them: the default preset's first (its replays folded into
+# one summary record), as the chapters show it first; then the BOOK preset's, the original
+# chapter's, kept whole (no preset in their names); then the other presets', all folded.
+DEFAULT_PRESET_PREFIX = results.RECIPE_RUN_500.removesuffix("_train_500")
+ALL_PRESET_RUNS = (results.RECIPE_RUN_500, results.RECIPE_RUN_1500, results.RECIPE_REPLAYS,
+                   "h200_train_500", "h200_resume_1500", "h200_replay_model_*",
+                   results.PRESET_HISTORY)  # fmt: skip
 VIDEO_RUN = "cpu_walker_video_s42_model_550"
 EXPORT_RUNS = "cpu_export_*"
 """The exports of the book's checkpoints (``microduck export``): chapter 6 and the drive page."""
@@ -118,22 +111,22 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
     ),
     ChapterRuns(
         "notebooks/04_train_500", "The 500-iteration run",
-        _unique((results.RECIPE_RUN_500, *ALL_PRESET_RUNS, *recipe_runs(wr.WALKER),
-                 *recipe_runs(wr.WALKER_NARROW), "bench_h200")),
+        (*ALL_PRESET_RUNS, *WALKER_RUNS, *WALKER_NARROW_RUNS, "bench_h200"),
         "The recorded first stage (`results.RECIPE_RUN_500`) and its replay of `model_499.pt`; "
-        "every preset's runs and protocol replays (`acceptance.preset_outcomes`); both walker "
-        "recipes at scale (`walker_results.seed_runs`); the benchmark's time per iteration "
-        "(`bench_h200/bench.csv`).",
+        "every preset's runs and protocol replays (`acceptance.preset_outcomes`), the "
+        "superseded ones as rows of summary records; both walker recipes at scale "
+        "(`walker_results.seed_runs`: their training stages, their gait histories and the "
+        "candidate's gait test); the benchmark's time per iteration (`bench_h200/bench.csv`).",
     ),
     ChapterRuns(
         "notebooks/05_resume_1500", "Resuming to 1500 updates",
-        (results.RECIPE_RUN_500, results.RECIPE_RUN_1500, *recipe_runs(wr.WALKER)),
+        (results.RECIPE_RUN_500, results.RECIPE_RUN_1500, *WALKER_RUNS),
         "The two recorded stages (`results.RECIPE_RUN_500`, `results.RECIPE_RUN_1500`) and the "
         "walker recipe's stages and gait tests (`walker_results.seed_runs`).",
     ),
     ChapterRuns(
         "notebooks/06_replay", "Replay and the gait test",
-        (*recipe_runs(wr.WALKER), VIDEO_RUN, EXPORT_RUNS, *ALL_PRESET_RUNS),
+        (*WALKER_RUNS, VIDEO_RUN, EXPORT_RUNS, *ALL_PRESET_RUNS),
         "The walker recipe's gait tests and its candidate (`walker_results.candidate`), the "
         "video replay, the export of the book's checkpoint that the sim-to-sim section and the "
         "drive page run (`drive.export_folder`), the default preset's published checkpoints "
