@@ -374,3 +374,16 @@ def test_the_front_page_reads_every_run_the_table_of_chapters_sums():
     assert ct.CI_BUILD_RECORD in front
     assert rm.VIDEO_RUN in front
     assert rm.VIDEO_RUN in (REPO / "notebooks" / "06_replay.md").read_text()
+
+
+def test_a_summary_record_is_one_row_naming_the_runs_it_folds():
+    frame = rm.folder_frame(results.results_root())
+    sizes = {name: rm.row(name, frame)["size"] for name in (
+        results.PRESET_HISTORY, results.RECIPE_REPLAYS, wr.gait_history_folder(wr.WALKER))}
+    assert sizes == {results.PRESET_HISTORY: "20 replays, 8 trainings folded",
+                     results.RECIPE_REPLAYS: "5 replays folded",
+                     wr.gait_history_folder(wr.WALKER): "39 gait tests folded"}  # fmt: skip
+    one = records.load_record(results.results_root() / results.RECIPE_REPLAYS)
+    one = one.model_copy(update={"summary": {"runs": 1, "replay_runs": 1}})
+    assert tables.size_text(one) == "1 replay folded"
+    assert rm.row(results.RECIPE_REPLAYS, frame)["wall time"] == "41 s"

@@ -196,3 +196,42 @@ def test_a_stale_run_that_cannot_be_rewritten_is_reported_not_raised(world, caps
         "on device\n"
     )
     assert records.load_record(stale) == before
+
+
+def test_fold_gait_retires_the_folded_folders_but_those_kept(tmp_path, capsys):
+    import shutil
+
+    published = Path(__file__).resolve().parents[2] / "book" / "results"
+    gait = published / "h200_walker_gait_s42_model_550"
+    # the same test under two names: a recipe's per-checkpoint tests, as gait-watch leaves them
+    for it in (550, 600):
+        shutil.copytree(gait, tmp_path / f"h200_x_gait_s42_model_{it}")
+    sources = [str(tmp_path / f"h200_x_gait_s42_model_{it}") for it in (550, 600)]
+    dest = tmp_path / "h200_x_gait_history"
+    argv = ["records", "fold-gait", *sources, str(dest), "--retire", "--keep",
+            "h200_x_gait_s42_model_550"]  # fmt: skip
+    assert microduck(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == [f"folded: {dest / 'record.json'} (2 runs)",
+                   "retired: 1 run folders; kept h200_x_gait_s42_model_550"]  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["h200_x_gait_history",
+                                                          "h200_x_gait_s42_model_550"]
+    record = records.load_record(dest)
+    assert record.command[:3] == ["microduck", "records", "fold-gait"]
+    assert record.config["sources"] == ["h200_x_gait_s42_model_550", "h200_x_gait_s42_model_600"]
+    assert microduck(["records", "verify", str(dest)]) == 0
+
+
+def test_retire_removes_a_file_and_names_it_in_the_record(tmp_path, capsys):
+    where = tmp_path / "run"
+    where.mkdir()
+    (where / "model_5.pt").write_bytes(b"weights")
+    art = records.artifact(where / "model_5.pt", where, "checkpoint")
+    records.write_record(run_fakes.record(artifacts=[art]), where)
+    argv = ["records", "retire", str(where), "model_5.pt", "--why", "no page replays it"]
+    assert microduck(argv) == 0
+    assert capsys.readouterr().out == f"{where}: retired model_5.pt\n"
+    record = records.load_record(where)
+    assert record.artifacts == [] and not (where / "model_5.pt").exists()
+    assert f"model_5.pt (7 bytes, sha256 {art.sha256})" in record.notes
+    assert "(no page replays it)" in record.notes

@@ -16,8 +16,9 @@ from :func:`render`.
 
 Cells: a series (a pattern with ``*``) is one row, its checkpoints in the size column and its
 wall times as a range; a folder without ``record.json`` (the doctor's and the contact check's
-JSON reports) is described from its reports. The cell wording is
-:mod:`mjlab_microduck.book.tables`', shared with chapter 4's stage tables.
+JSON reports) is described from its reports; a summary record (superseded runs folded into one
+folder, :mod:`mjlab_microduck.runs.folds`) is one row, the runs it folds in its size column.
+The cell wording is :mod:`mjlab_microduck.book.tables`', shared with chapter 4's stage tables.
 
 No-op cases: importing reads no file; pandas is imported by the functions that build frames.
 """

@@ -87,15 +87,17 @@ def _envs(values: Sequence[int]) -> str:
     return ", ".join(f"{v:,}" for v in values) + " envs"
 
 
-FOLDED_WORDS = {"gait_test": "gait tests", "replay": "replays", "train": "trainings"}
-"""How a summary record's size names the runs it folds, by kind."""
+FOLDED_WORDS = {"gait_test": ("gait test", "gait tests"), "replay": ("replay", "replays"),
+                "train": ("training", "trainings")}  # fmt: skip
+"""How a summary record's size names the runs it folds, by kind (one, several)."""
 
 
 def size_parts(record: RunRecord) -> tuple[str | None, str]:
     """The checkpoint a run used (``model_550.pt``; None if it used none) and the rest of its
     size from ``config`` (and a replay's ``summary.duration_s``), e.g.
-    ``256 envs × 1,000 it, resumed from iteration 499`` or ``5 seeds × 16 robots × 16 cases,
-    10 s``. A kind this does not know is ``see its config``."""
+    ``256 envs × 1,000 it, resumed from iteration 499``, ``5 seeds × 16 robots × 16 cases,
+    10 s`` or, for a summary record, ``20 replays, 8 trainings folded``. A kind this does not
+    know is ``see its config``."""
     c = record.config
     checkpoint = PurePosixPath(str(c["checkpoint"])).name if c.get("checkpoint") else None
     kind = record.kind
@@ -129,7 +131,8 @@ def size_parts(record: RunRecord) -> tuple[str | None, str]:
     if kind == "summary" and c.get("sources"):
         counts = [(k.removesuffix("_runs"), v) for k, v in record.summary.items()
                   if k.endswith("_runs") and isinstance(v, int)]  # fmt: skip
-        text = ", ".join(f"{n} {FOLDED_WORDS.get(k, k)}" for k, n in counts) + " folded"
+        words = [FOLDED_WORDS.get(k, (f"{k} run", f"{k} runs"))[n != 1] for k, n in counts]
+        text = ", ".join(f"{n} {w}" for (_, n), w in zip(counts, words, strict=True)) + " folded"
         return checkpoint, text
     if kind == "book_build" and c.get("chapters"):
         return checkpoint, f"{len(c['chapters'])} chapters, {c.get('profile')} profile"
