@@ -471,8 +471,8 @@ def test_recorded_replays_are_matched_to_their_checkpoint():
     assert table.loc["model_1750.pt", "published in"] == "not published yet"
     assert table.loc["model_750.pt", "published in"] == f"book/results/{results.RECIPE_RUN_1500}"
     recorded = table.loc["model_499.pt", "recorded protocol replay"]
-    assert recorded == (f"book/results/{results.RECIPE_REPLAYS}/"
-                        "h200_forward_tracking_replay_model_499 (NVIDIA H200, cuda)")
+    assert recorded == ("h200_forward_tracking_replay_model_499, a row of "
+                        f"book/results/{results.RECIPE_REPLAYS} (NVIDIA H200, cuda)")
 
 
 def test_checkpoint_hash_in_a_record_wins_over_the_file_name(tmp_path):

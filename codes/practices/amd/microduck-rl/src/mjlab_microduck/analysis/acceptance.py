@@ -250,6 +250,14 @@ def load_trajectory(where: str | Path, record: records.RunRecord | None = None) 
     raise records.RecordError(f"{where / records.RECORD_FILENAME}: replay has no trajectory")
 
 
+def _where_text(rep: RecordedReplay) -> str:
+    # A folded replay's name comes first: a narrow table column cuts the end of the text.
+    if "/" in rep.folder:
+        fold, name = rep.folder.split("/", 1)
+        return f"{name}, a row of book/results/{fold}"
+    return f"book/results/{rep.folder}"
+
+
 def inventory(
     checkpoints: Sequence[PublishedCheckpoint],
     replays: Sequence[RecordedReplay],
@@ -273,7 +281,7 @@ def inventory(
             "published in": f"book/results/{ckpt.run}" if ckpt else "not published yet",
             "sha256": ckpt.sha256[:12] if ckpt else "",
             "recorded protocol replay": (
-                f"book/results/{rep.folder} ({prov.device_name}, {prov.backend})"
+                f"{_where_text(rep)} ({prov.device_name}, {prov.backend})"
                 if rep and prov
                 else "none"
             ),
