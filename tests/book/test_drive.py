@@ -51,11 +51,11 @@ def test_the_book_checkpoint_has_a_published_export():
 
 def test_find_export_matches_bytes_not_names(tmp_path):
     root = tmp_path / "results"
-    published = RESULTS / "cpu_export_walker_resume_s42_model_550"
+    published = RESULTS / "cpu_export_walker_heading_s42_model_999"
     shutil.copytree(published, root / "cpu_export_copy")
-    checkpoint = RESULTS / "h200_walker_resume_s42" / "model_550.pt"
+    checkpoint = RESULTS / "h200_walker_heading_main_s42" / "model_999.pt"
     assert drive.find_export(checkpoint, [tmp_path / "none", root]) == root / "cpu_export_copy"
-    other = tmp_path / "model_550.pt"
+    other = tmp_path / "model_999.pt"
     other.write_bytes(checkpoint.read_bytes() + b"x")  # same name, other bytes
     assert drive.find_export(other, [root]) is None
 
@@ -63,9 +63,18 @@ def test_find_export_matches_bytes_not_names(tmp_path):
 def test_the_fallback_has_its_published_warp_gait_test():
     checkpoint = RESULTS / drive.FALLBACK_CHECKPOINT
     assert drive.warp_gait_record(checkpoint) == RESULTS / "h200_walker_gait_s42_model_550"
-    assert drive.warp_gait_record(RESULTS / "h200_walker_resume_s42" / "model_748.pt") is None
+    assert drive.warp_gait_record(RESULTS / "h200_walker_main_s43" / "model_499.pt") is None
     robots = drive.warp_robots(checkpoint)
     assert len(robots) == 5 * 16 * len(gait.CASES)
+
+
+def test_the_walker_is_compared_with_its_full_size_warp_test_not_the_ci_one():
+    policy = drive.book_policy()
+    assert policy.walker
+    walker_record = json.loads((RESULTS / drive.WALKER_JSON).read_text())
+    # Two published Warp tests name the walker's checkpoint: the H200's and the CPU's.
+    assert (RESULTS / walker_record["ci_gait_record"]).is_dir()
+    assert drive.warp_gait_record(policy.checkpoint) == RESULTS / walker_record["gait_record"]
 
 
 def _rows(case: str, mode: str, values: list[float], column: str, **extra) -> pd.DataFrame:

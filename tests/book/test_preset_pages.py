@@ -60,12 +60,25 @@ def test_outcome_text_tells_stands_steps_and_walks_apart():
 
 
 def test_preset_table_from_the_published_records():
-    table = preset_pages.preset_table(wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW))
+    walker_record = wr.published_walker()
+    table = preset_pages.preset_table(wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW),
+                                      walker_record=walker_record)  # fmt: skip
     assert list(table.index) == [p.name.upper() for p in preset_pages.TABLE_PRESETS]
     assert list(table.columns) == ["built on", "what it changed", "outcome"]
     assert table.loc["WALKER", "built on"] == "FORWARD_TRACKING"
     assert "3 seeds" in table.loc["WALKER", "outcome"]
     assert table["outcome"].str.len().min() > 0
+    heading = table.loc["WALKER_HEADING"]
+    assert heading["built on"] == "WALKER"
+    assert "heading command in 50% of the envs (stiffness 0.5)" in heading["what it changed"]
+    assert "standing envs 2% → 10% from the start" in heading["what it changed"]
+    first = walker_record["checkpoint"].rsplit("/", 1)[-1].removesuffix(".pt")
+    assert heading["outcome"].startswith(
+        f"walks: {walker_record['seeds_passing']} of its 3 seeds pass the whole gait test, "
+        f"the first at {first}")
+    # Without a published walker the recipe that passes has no row.
+    without = preset_pages.preset_table(wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW))
+    assert "WALKER_HEADING" not in without.index and len(without) == len(table) - 1
 
 
 def test_candidate_table_lists_every_candidate_and_what_was_trained(tmp_path):

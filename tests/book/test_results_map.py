@@ -354,13 +354,15 @@ def test_chapters_4_and_6_read_the_runs_preset_outcomes_reads():
 
 
 def test_the_walker_pages_read_every_folder_seed_runs_reads():
-    for recipe, docs in ((wr.WALKER, ("04_train_500", "05_resume_1500", "06_replay")),
-                         (wr.WALKER_NARROW, ("04_train_500",))):  # fmt: skip
+    for recipe, docs in ((wr.WALKER, ("04_train_500", "05_resume_1500")),
+                         (wr.WALKER_NARROW, ("04_train_500",)),
+                         (wr.WALKER_HEADING, ("04_train_500",))):  # fmt: skip
         read = set()
         for run in wr.seed_runs(recipe=recipe):
             read |= {where.name for where, _ in run.stages}
             read |= {_folder(where) for _, where, _ in run.gait}
-        runs = rm.WALKER_RUNS if recipe is wr.WALKER else rm.WALKER_NARROW_RUNS
+        runs = {wr.WALKER: rm.WALKER_RUNS, wr.WALKER_NARROW: rm.WALKER_NARROW_RUNS,
+                wr.WALKER_HEADING: rm.WALKER_HEADING_RUNS}[recipe]
         assert _matched(runs) == read
         for doc in docs:
             assert read <= _matched(_page(f"notebooks/{doc}").runs), (recipe.name, doc)

@@ -11,9 +11,9 @@ from mjlab_microduck.analysis import walker
 from mjlab_microduck.book import walker_results as wr
 from mjlab_microduck.runs import records
 
-PUBLISHED_CHECKPOINTS = {42: {499, 550}, 43: {748}, 44: set()}
-"""The walker checkpoints still published: the candidate (s42, 550), and those an exercise
-resumes from or gait-tests (s42's 499, s43's 748)."""
+PUBLISHED_CHECKPOINTS = {42: {550}, 43: set(), 44: set()}
+"""The WALKER checkpoint still published: its candidate (s42, 550), which the drive page falls
+back to and an exercise gait-tests."""
 
 
 @pytest.fixture(scope="module")
@@ -137,6 +137,10 @@ class StandInRun:
     def checkpoint(self, iteration):
         return Path(f"h200_walker_heading_main_s{self.seed}") / f"model_{iteration}.pt"
 
+    def verdict(self, iteration):
+        row = next(r for r in self._rows if r["iteration"] == iteration)
+        return {"passed": row["walker"]}
+
 
 def _rows(*passing_at):
     return [
@@ -171,6 +175,28 @@ def test_the_walker_is_the_passing_checkpoint_reached_first(tmp_path):
     assert path.read_text().endswith("\n")
 
 
+def test_a_walker_chosen_among_the_passing_checkpoints_keeps_the_time_to_walk(tmp_path):
+    published = wr.seed_run(42)
+    runs = [
+        StandInRun(published, 42, _rows(300, 350)),
+        StandInRun(published, 43, _rows()),
+        StandInRun(published, 44, _rows(250)),
+    ]
+    summary = wr.walker_summary(runs, walker_at=(42, 350), ci_gait_record="cpu_gait")
+    assert (summary["seed"], summary["iteration"]) == (42, 350)
+    assert summary["checkpoint"] == "h200_walker_heading_main_s42/model_350.pt"
+    assert summary["gait_record"] == "gait_s42_model_350"
+    # the time to walk is still the first passing checkpoint's, over all seeds
+    assert summary["time_to_walk_s"] == pytest.approx(250.0)
+    assert summary["first_passing"] == "h200_walker_heading_main_s44/model_250"
+    assert summary["ci_gait_record"] == "cpu_gait"
+    for not_passing in ((43, 300), (42, 250), (45, 300)):
+        with pytest.raises(ValueError, match="not a passing checkpoint"):
+            wr.walker_summary(runs, walker_at=not_passing)
+    path = wr.write_walker(runs, tmp_path, walker_at=(42, 350), ci_gait_record="cpu_gait")
+    assert wr.published_walker(tmp_path) == summary and path.name == wr.WALKER_FILENAME
+
+
 def test_no_walker_is_published_while_no_seed_passes(tmp_path):
     published = wr.seed_run(42)
     runs = [StandInRun(published, seed, _rows()) for seed in (42, 43, 44)]
@@ -189,3 +215,54 @@ def test_training_curves_carry_the_clock_of_the_gait_tests(runs):
         for iteration in (100, 499, 700):
             assert curve.loc[iteration, "minutes"] == pytest.approx(
                 progress.loc[iteration, "minutes"])
+
+
+# ----------------------------------------------------------------------------- the published walker
+
+
+@pytest.fixture(scope="module")
+def published():
+    walker_record = wr.published_walker()
+    assert walker_record is not None, "book/results/walker.json is published"
+    return walker_record
+
+
+def test_the_published_walker_passes_its_full_size_gait_test(published):
+    verdict, record = wr.walker_gait(published)
+    assert verdict["passed"] and verdict["failures"] == [] and verdict["mode"] == "heading"
+    assert record.summary["seeds"] == 5 and record.summary["robots_per_case"] == 16
+    assert record.summary["terminations"] == 0 and record.summary["cases"] == 16
+    assert record.config["task"] == published["task"]
+    # The open-loop drift is measured beside the verdict, in the same record.
+    assert record.summary["modes"] == "heading,open_loop"
+    assert not wr.drift_table(verdict).empty
+    checkpoint = wr.walker_checkpoint(published)
+    assert record.config["checkpoint_sha256"] != ""
+    assert checkpoint.name == f"model_{published['iteration']}.pt"
+
+
+def test_at_least_two_of_three_seeds_of_the_walker_recipe_pass(published):
+    seeds = wr.seed_verdicts(published)
+    assert list(seeds.index) == [f"seed {s}" for s in wr.SEEDS]
+    assert (seeds["passes"] == "yes").sum() == published["seeds_passing"] >= 2
+    # walker.json names the first passing checkpoint over all seeds (the time to walk)
+    first_seed, first = published["first_passing"].split("_s", 1)[1].split("/model_")
+    assert seeds.loc[f"seed {first_seed}", "first passing checkpoint"] == f"model_{first}"
+    walker_passes = wr.seed_run(published["seed"], recipe=wr.WALKER_HEADING).verdict(
+        published["iteration"])["passed"]
+    assert walker_passes and published["iteration"] >= int(first)
+
+
+def test_the_walker_card_names_its_run_machine_and_date(published):
+    card = wr.walker_card(published)
+    row = card.iloc[0]
+    assert card.index[0] == published["recipe"].upper()
+    assert row["verdict"] == "passes" and "H200" in row["machine"]
+    assert row["gait test"] == published["gait_record"] and len(row["date"]) == 10
+    minutes = row["minutes of training (GPU shared by 3 seeds)"]
+    assert minutes == pytest.approx(published["time_to_walk_s"] / 60.0, abs=0.05)
+
+
+def test_a_walker_json_naming_a_missing_checkpoint_is_refused(tmp_path, published):
+    with pytest.raises(FileNotFoundError, match="not published"):
+        wr.walker_checkpoint(published, tmp_path)

@@ -17,7 +17,7 @@ import pytest
 import tyro
 
 REPO = Path(__file__).resolve().parents[2]
-CHECKPOINT = REPO / "book/results/h200_walker_main_s42/model_499.pt"
+CHECKPOINT = REPO / "book/results/h200_walker_heading_main_s42/model_999.pt"
 INLINE_COMMAND = re.compile(r"`(microduck [^`]+)`")
 
 

@@ -13,7 +13,7 @@ from mjlab_microduck.cli import main as microduck
 from mjlab_microduck.jobs import export
 
 REPO = Path(__file__).resolve().parents[2]
-CHECKPOINT = REPO / "book" / "results" / "h200_walker_resume_s42" / "model_550.pt"
+CHECKPOINT = REPO / "book" / "results" / "h200_walker_heading_main_s42" / "model_999.pt"
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def test_drive_export_copies_the_published_export(tmp_path, capsys):
     assert sorted(p.name for p in dest.iterdir()) == [
         "about.json", "policy.onnx", "scene.xml", "spec.json"]  # fmt: skip
     about = json.loads((dest / "about.json").read_text())
-    published = REPO / "book" / "results" / "cpu_export_walker_resume_s42_model_550"
+    published = REPO / "book" / "results" / "cpu_export_walker_heading_s42_model_999"
     if not (REPO / "book" / "results" / "walker.json").exists():
         assert about["walker"] is False and about["label"].endswith("(not a walker yet)")
         assert about["published"] is True

@@ -16,8 +16,8 @@ from mjlab_microduck.jobs import drive_spec, export
 from mjlab_microduck.runs import records
 
 REPO = Path(__file__).resolve().parents[2]
-CHECKPOINT = REPO / "book" / "results" / "h200_walker_resume_s42" / "model_550.pt"
-PUBLISHED = REPO / "book" / "results" / "cpu_export_walker_resume_s42_model_550"
+CHECKPOINT = REPO / "book" / "results" / "h200_walker_heading_main_s42" / "model_999.pt"
+PUBLISHED = REPO / "book" / "results" / "cpu_export_walker_heading_s42_model_999"
 
 
 def test_empty_defaults_are_dropped_and_used_ones_kept():
@@ -94,7 +94,7 @@ def test_export_writes_files_that_reproduce_mjlab(tmp_path):
 
     run_dir, record = export.run(export.ExportRequest(CHECKPOINT), tmp_path, name="e")
     assert record.status == "ok" and record.kind == "export"
-    assert record.config["task"] == "Mjlab-Velocity-Flat-MicroDuck-WalkerTuning"
+    assert record.config["task"] == "Mjlab-Velocity-Flat-MicroDuck-WalkerHeadingTuning"
     records.verify_artifacts(records.load_record(run_dir), run_dir)
     assert record.summary["max_abs_obs_diff"] < 1e-5
     assert record.summary["max_abs_action_diff"] < 1e-5

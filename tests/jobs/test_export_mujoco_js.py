@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SCENE = REPO / "book" / "results" / "cpu_export_walker_resume_s42_model_550" / "scene.xml"
+SCENE = REPO / "book" / "results" / "cpu_export_walker_heading_s42_model_999" / "scene.xml"
 MUJOCO_JS = REPO / "book" / "drive" / "node_modules" / "mujoco-js" / "dist" / "mujoco_wasm.js"
 STEPS = 400  # 2 s at 5 ms, with the feet landing and the servos swinging the legs
 

@@ -16,8 +16,8 @@ from mjlab_microduck.analysis import gait
 from mjlab_microduck.jobs import plain_mujoco as pm
 
 REPO = Path(__file__).resolve().parents[2]
-# The published export of the book's fallback checkpoint (WALKER seed 42, model_550).
-EXPORT = REPO / "book" / "results" / "cpu_export_walker_resume_s42_model_550"
+# The published export of the book's walker (WALKER_HEADING seed 42, model_999).
+EXPORT = REPO / "book" / "results" / "cpu_export_walker_heading_s42_model_999"
 
 
 def test_wrap_and_heading_law():

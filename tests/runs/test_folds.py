@@ -170,23 +170,33 @@ def test_the_published_summary_records_fold_what_they_say():
     summaries = {w.name: r for w, r in records.find_records(RESULTS) if folds.is_fold(r)}
     assert set(summaries) == {results.RECIPE_REPLAYS, results.PRESET_HISTORY,
                               wr.gait_history_folder(wr.WALKER),
-                              wr.gait_history_folder(wr.WALKER_NARROW)}  # fmt: skip
+                              wr.gait_history_folder(wr.WALKER_NARROW),
+                              wr.gait_history_folder(wr.WALKER_HEADING)}  # fmt: skip
     counts = {name: r.summary["runs"] for name, r in summaries.items()}
     assert counts == {results.RECIPE_REPLAYS: 5, results.PRESET_HISTORY: 28,
                       wr.gait_history_folder(wr.WALKER): 39,
-                      wr.gait_history_folder(wr.WALKER_NARROW): 27}  # fmt: skip
+                      wr.gait_history_folder(wr.WALKER_NARROW): 27,
+                      wr.gait_history_folder(wr.WALKER_HEADING): 48}  # fmt: skip
     for name, record in summaries.items():
         records.verify_artifacts(record, RESULTS / name)
         runs = folds.load_fold(RESULTS / name)
         assert [r.name for r in runs] == record.config["sources"]
         # a folded run has no folder of its own, except a gait test a page plots
         kept = {r.name for r in runs if (RESULTS / r.name).is_dir()}
-        assert kept == ({wr.CANDIDATE_GAIT_TEST} if name == wr.gait_history_folder(wr.WALKER)
-                        else set())  # fmt: skip
+        kept_whole = {wr.gait_history_folder(wr.WALKER): {wr.CANDIDATE_GAIT_TEST},
+                      wr.gait_history_folder(wr.WALKER_HEADING): {
+                          wr.published_walker()["gait_record"]}}  # fmt: skip
+        assert kept == kept_whole.get(name, set())
         assert record.wall_seconds == pytest.approx(sum(r.record.wall_seconds for r in runs))
     gait = folds.rows(RESULTS / wr.gait_history_folder(wr.WALKER), "gait_test")
     assert len(gait) == 3 * 13 * 16  # seeds x checkpoints x cases
     assert gait.groupby("run")["verdict_passed"].first().sum() == 0
+    heading = folds.rows(RESULTS / wr.gait_history_folder(wr.WALKER_HEADING), "gait_test")
+    assert len(heading) == 3 * 16 * 16  # seeds x checkpoints x cases
+    passed = heading.groupby("run")["verdict_passed"].first()
+    assert sorted(passed[passed].index) == [f"h200_walker_heading_gait_s42_model_{i}"
+                                            for i in (900, 999)] + [
+        "h200_walker_heading_gait_s43_model_999"]  # fmt: skip
 
 
 def test_the_candidate_reads_the_same_from_its_folder_and_from_the_gait_history(tmp_path):

@@ -142,16 +142,18 @@ def write_drive_files(dest: str | Path, results_root: str | Path | None = None) 
 def warp_gait_record(checkpoint: Path, results_root: str | Path | None = None) -> Path | None:
     """The published MuJoCo Warp gait test of ``checkpoint``: a gait-test record whose
     checkpoint path holds the run id of the training record beside ``checkpoint`` and the same
-    file name (the gait tests ran on the training machine's copy)."""
+    file name (the gait tests ran on the training machine's copy); of several (a full-size test
+    on a GPU, a ci-size one on a CPU), the one with the most robots."""
     beside = checkpoint.parent / records.RECORD_FILENAME
     if not beside.is_file():
         return None
     run_id = records.load_record(beside).run_id
+    found = []
     for folder, record in records.find_records(_results(results_root)):
         path = str(record.config.get("checkpoint", ""))
         if record.kind == "gait_test" and run_id in path and path.endswith("/" + checkpoint.name):
-            return folder
-    return None
+            found.append((int(record.summary.get("num_envs") or 0), folder))
+    return max(found)[1] if found else None
 
 
 def _measure(case: gait.GaitCase) -> tuple[str, str]:

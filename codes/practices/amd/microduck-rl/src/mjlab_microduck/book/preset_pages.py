@@ -26,6 +26,7 @@ BUILT_ON: dict[str, tuning.VelocityTuning | None] = {
     "stepping": tuning.BOOK, "forward_tracking": tuning.STEPPING,
     "forward_tracking_low_air": tuning.FORWARD_TRACKING,
     "walker": tuning.FORWARD_TRACKING, "walker_narrow": tuning.WALKER,
+    "walker_heading": tuning.WALKER,
 }  # fmt: skip
 """The preset each one was derived from (None: the upstream figures)."""
 LABELS = {
@@ -40,7 +41,7 @@ LABELS = {
 """How a changed numeric field reads in the table: its label and unit."""
 TABLE_PRESETS = (tuning.UPSTREAM, tuning.BOOK, tuning.GAIT_SLOW, tuning.STEPPING,
                  tuning.FORWARD_TRACKING, tuning.FORWARD_TRACKING_LOW_AIR, tuning.WALKER,
-                 tuning.WALKER_NARROW)  # fmt: skip
+                 tuning.WALKER_NARROW, tuning.WALKER_HEADING)  # fmt: skip
 STANDS_BELOW_M = 0.05
 """A preset whose largest 4 s displacement stays below this "stands"."""
 
@@ -80,6 +81,11 @@ def changes(preset: tuning.VelocityTuning) -> str:
             out.append(
                 f"standing envs {old[0].fraction:.0%} → {new[0].fraction:.0%} from the start"
             )
+        elif f.name == "heading":
+            out.append(
+                f"mjlab's heading command in {new.envs_fraction:.0%} of the envs "
+                f"(stiffness {new.control_stiffness:g})"
+            )
         elif f.name == "commands":
             out.append(f"commands {command_text(new)} (was {command_text(old)})")
         elif f.name == "action_rate_stages":
@@ -117,9 +123,12 @@ def outcome_text(
     )
 
 
-def scale_outcomes(n_walker_seeds: int, n_narrow_seeds: int) -> dict[str, str]:
-    """The outcomes of the two recipes trained at scale, judged by their gait tests."""
-    return {
+def scale_outcomes(
+    n_walker_seeds: int, n_narrow_seeds: int, walker_record: dict | None = None
+) -> dict[str, str]:
+    """The outcomes of the recipes trained at scale, judged by their gait tests
+    (``walker_record``: the published walker, ``walker.json``)."""
+    outcomes = {
         "walker": (
             f"the closest to walking: turns on command and walks forward and backward "
             f"within minutes, but no checkpoint of its {n_walker_seeds} seeds passes "
@@ -130,20 +139,35 @@ def scale_outcomes(n_walker_seeds: int, n_narrow_seeds: int) -> dict[str, str]:
             f"{n_narrow_seeds} seeds passes the gait test (next section)"
         ),
     }
+    if walker_record is not None:
+        outcomes["walker_heading"] = (
+            f"walks: {walker_record['seeds_passing']} of its {len(walker_record['seeds'])} "
+            f"seeds pass the whole gait test, the first at "
+            f"{walker_record['checkpoint'].rsplit('/', 1)[-1].removesuffix('.pt')} "
+            f"(next section)"
+        )
+    return outcomes
 
 
 def preset_table(
-    walker_runs: Sequence[Any], narrow_runs: Sequence[Any], results_root: str | Path | None = None
+    walker_runs: Sequence[Any],
+    narrow_runs: Sequence[Any],
+    results_root: str | Path | None = None,
+    walker_record: dict | None = None,
 ) -> pd.DataFrame:
-    """One row per preset tried: built on, what it changed, and its outcome."""
+    """One row per preset tried: built on, what it changed, and its outcome (the recipe that
+    passes from ``walker_record``, the published ``walker.json``; its row is left out without
+    one)."""
     if results_root is None:
         from mjlab_microduck.book import results
 
         results_root = results.results_root()
     outcomes = acceptance.preset_outcomes(results_root)
-    at_scale = scale_outcomes(len(walker_runs), len(narrow_runs))
+    at_scale = scale_outcomes(len(walker_runs), len(narrow_runs), walker_record)
     rows = []
     for p in TABLE_PRESETS:
+        if p is tuning.WALKER_HEADING and walker_record is None:
+            continue
         parent = BUILT_ON[p.name]
         rows.append(
             {

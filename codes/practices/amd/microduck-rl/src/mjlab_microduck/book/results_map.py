@@ -77,6 +77,11 @@ def _unique(names: Iterable[str]) -> tuple[str, ...]:
 
 WALKER_RUNS = recipe_runs(wr.WALKER, kept=(wr.CANDIDATE_GAIT_TEST,))
 WALKER_NARROW_RUNS = recipe_runs(wr.WALKER_NARROW)
+WALKER_HEADING_RUNS = recipe_runs(
+    wr.WALKER_HEADING, kept=("h200_walker_heading_gait_s42_model_999",)
+)
+WALKER_CI_GAIT = "cpu_walker_heading_gait_s42_model_999"
+"""The published walker's gait test on a CPU at ci size (``walker.json``'s ``ci_gait_record``)."""
 
 # The presets' recipe runs (256 envs, 500 + 1000 iterations) and their protocol replays, as
 # acceptance.preset_outcomes finds them: the default preset's first (its replays folded into
@@ -86,13 +91,13 @@ DEFAULT_PRESET_PREFIX = results.RECIPE_RUN_500.removesuffix("_train_500")
 ALL_PRESET_RUNS = (results.RECIPE_RUN_500, results.RECIPE_RUN_1500, results.RECIPE_REPLAYS,
                    "h200_train_500", "h200_resume_1500", "h200_replay_model_*",
                    results.PRESET_HISTORY)  # fmt: skip
-VIDEO_RUN = "cpu_walker_video_s42_model_550"
+VIDEO_RUN = "cpu_walker_heading_video_s42_model_999"
 EXPORT_RUNS = "cpu_export_*"
 """The exports of the book's checkpoints (``microduck export``): chapter 6 and the drive page."""
 FRONT_PAGE_RUNS = _unique((
     chapter_times.CI_BUILD_RECORD,
     *(run for chapter in chapter_times.CHAPTERS for work in chapter.full for run in work.runs),
-    VIDEO_RUN,
+    *WALKER_HEADING_RUNS, VIDEO_RUN,
 ))  # fmt: skip
 
 CHAPTERS: tuple[ChapterRuns, ...] = (
@@ -112,27 +117,32 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
     ),
     ChapterRuns(
         "notebooks/04_train_500", "The 500-iteration run",
-        (*ALL_PRESET_RUNS, *WALKER_RUNS, *WALKER_NARROW_RUNS, "bench_h200"),
+        (*ALL_PRESET_RUNS, *WALKER_RUNS, *WALKER_NARROW_RUNS, *WALKER_HEADING_RUNS, "bench_h200"),
         "The recorded first stage (`results.RECIPE_RUN_500`) and its replay of `model_499.pt`; "
         "every preset's runs and protocol replays (`acceptance.preset_outcomes`), the "
-        "superseded ones as rows of summary records; both walker recipes at scale "
+        "superseded ones as rows of summary records; the three walker recipes at scale "
         "(`walker_results.seed_runs`: their training stages, their gait histories and the "
-        "candidate's gait test); the benchmark's time per iteration (`bench_h200/bench.csv`).",
+        "gait tests kept whole), the walker (`walker.json`); the benchmark's time per "
+        "iteration (`bench_h200/bench.csv`).",
     ),
     ChapterRuns(
         "notebooks/05_resume_1500", "Resuming to 1500 updates",
-        (results.RECIPE_RUN_500, results.RECIPE_RUN_1500, *WALKER_RUNS),
-        "The two recorded stages (`results.RECIPE_RUN_500`, `results.RECIPE_RUN_1500`) and the "
-        "walker recipe's stages and gait tests (`walker_results.seed_runs`).",
+        (results.RECIPE_RUN_500, results.RECIPE_RUN_1500, *WALKER_RUNS, *WALKER_HEADING_RUNS),
+        "The two recorded stages (`results.RECIPE_RUN_500`, `results.RECIPE_RUN_1500`), the "
+        "`WALKER` recipe's stages and gait tests (`walker_results.seed_runs`) and the seeds' "
+        "verdicts of the recipe that passes (`walker.json`).",
     ),
     ChapterRuns(
         "notebooks/06_replay", "Replay and the gait test",
-        (*WALKER_RUNS, VIDEO_RUN, EXPORT_RUNS, *ALL_PRESET_RUNS),
-        "The walker recipe's gait tests and its candidate (`walker_results.candidate`), the "
-        "video replay, the export of the book's checkpoint that the sim-to-sim section and the "
+        (*WALKER_HEADING_RUNS, WALKER_CI_GAIT, VIDEO_RUN, EXPORT_RUNS, *ALL_PRESET_RUNS,
+         wr.stage_folder(wr.WALKER, "resume", 42)),
+        "The walker (`walker.json`): its checkpoint, its recorded gait tests at full size and "
+        "at ci size (`walker_results.walker_gait`), the video replay (the schedule `tour`), "
+        "the export of the book's checkpoint that the sim-to-sim section and the "
         "drive page run (`drive.export_folder`), the default preset's published checkpoints "
         "and their protocol replays (`acceptance.published_checkpoints`, "
-        "`acceptance.recorded_replays`), every preset's outcome (`acceptance.preset_outcomes`).",
+        "`acceptance.recorded_replays`), every preset's outcome (`acceptance.preset_outcomes`), "
+        "and the `WALKER` checkpoint an exercise gait-tests.",
     ),
     ChapterRuns(
         "notebooks/07_discarded_experiment", "The discarded experiment",

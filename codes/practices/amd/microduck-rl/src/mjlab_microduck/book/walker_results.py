@@ -290,12 +290,16 @@ class NoWalkerError(ValueError):
     """No gait-tested checkpoint of the recipe passes the whole test."""
 
 
-def walker_summary(runs: list[SeedRun]) -> dict:
+def walker_summary(
+    runs: list[SeedRun], walker_at: tuple[int, int] | None = None, ci_gait_record: str | None = None
+) -> dict:
     """What ``walker.json`` holds: each seed's verdict (its first checkpoint passing the whole
-    gait test, and the minutes of training to it), and the walker itself, the passing checkpoint
-    reached in the fewest minutes (its checkpoint, task, gait record, device, time to walk).
-    Raises :class:`NoWalkerError` when no seed passes."""
-    seeds, best = {}, None
+    gait test, and the minutes of training to it), the time to walk (the minutes to the passing
+    checkpoint reached first, over all seeds) and the walker itself: that checkpoint, or
+    ``walker_at`` = (seed, iteration), a passing checkpoint chosen because it also passes a
+    second test (``ci_gait_record``, e.g. the ci-size test on a CPU the book build repeats).
+    Raises :class:`NoWalkerError` when no seed passes, ValueError when ``walker_at`` does not."""
+    seeds, first = {}, None
     for run in runs:
         progress = run.progress()
         passing = progress[progress["walker"] & (progress["failed_conditions"] == 0)]
@@ -303,24 +307,30 @@ def walker_summary(runs: list[SeedRun]) -> dict:
             seeds[str(run.seed)] = {"passed": False, "first_passing": None, "minutes": None,
                                     "tested": int(len(progress))}  # fmt: skip
             continue
-        first = passing.iloc[0]
-        iteration, minutes = int(first["iteration"]), float(first["minutes"])
+        row = passing.iloc[0]
+        iteration, minutes = int(row["iteration"]), float(row["minutes"])
         seeds[str(run.seed)] = {
             "passed": True,
             "first_passing": f"model_{iteration}",
             "minutes": round(minutes, 3),
             "tested": int(len(progress)),
         }
-        if best is None or minutes < best[0]:
-            best = (minutes, run, iteration)
-    if best is None:
+        if first is None or minutes < first[0]:
+            first = (minutes, run, iteration)
+    if first is None:
         recipe = runs[0].recipe.name if runs else "?"
         raise NoWalkerError(f"no gait-tested checkpoint of {recipe} passes the whole gait test")
-    minutes, run, iteration = best
+    minutes, first_run, first_iteration = first
+    run, iteration = first_run, first_iteration
+    if walker_at is not None:
+        run = next((r for r in runs if r.seed == walker_at[0]), None)
+        verdict = run.verdict(walker_at[1]) if run is not None else None
+        if verdict is None or not verdict["passed"]:
+            raise ValueError(f"seed {walker_at[0]} model_{walker_at[1]}: not a passing checkpoint")
+        iteration = walker_at[1]
     gait_where = next(where for it, where, _ in run.gait if it == iteration)
-    train_record = run.stages[0][1]
-    prov = train_record.provenance
-    return {
+    prov = run.stages[0][1].provenance
+    summary = {
         "recipe": run.recipe.name,
         "task": run.recipe.task,
         "seed": run.seed,
@@ -328,10 +338,18 @@ def walker_summary(runs: list[SeedRun]) -> dict:
         "checkpoint": f"{_folder_of(run, iteration)}/model_{iteration}.pt",
         "gait_record": _gait_record(run, gait_where),
         "time_to_walk_s": round(minutes * 60.0, 1),
+        "first_passing": f"{_first_stage(first_run)}/model_{first_iteration}",
         "device": f"{prov.device_name} (driver {prov.driver_version})",
         "seeds_passing": sum(1 for v in seeds.values() if v["passed"]),
         "seeds": seeds,
     }
+    if ci_gait_record is not None:
+        summary["ci_gait_record"] = ci_gait_record
+    return summary
+
+
+def _first_stage(run: SeedRun) -> str:
+    return stage_folder(run.recipe, run.recipe.stages[0], run.seed)
 
 
 def _gait_record(run: SeedRun, where: Path) -> str:
@@ -344,13 +362,18 @@ def _folder_of(run: SeedRun, iteration: int) -> str:
     return run.checkpoint(iteration).parent.name
 
 
-def write_walker(runs: list[SeedRun], results_root: str | Path | None = None) -> Path:
-    """Write ``walker.json`` into the results folder (atomically; an existing one is kept:
-    a published walker is replaced only by deleting it first)."""
+def write_walker(
+    runs: list[SeedRun],
+    results_root: str | Path | None = None,
+    walker_at: tuple[int, int] | None = None,
+    ci_gait_record: str | None = None,
+) -> Path:
+    """Write ``walker.json`` (:func:`walker_summary`) into the results folder, atomically; an
+    existing one is kept: a published walker is replaced only by deleting it first."""
     path = _results_root(results_root) / WALKER_FILENAME
     if path.exists():
         raise FileExistsError(f"{path} exists: remove it first to publish another walker")
-    text = json.dumps(walker_summary(runs), indent=2) + "\n"
+    text = json.dumps(walker_summary(runs, walker_at, ci_gait_record), indent=2) + "\n"
     return records.atomic_write_text(path, text)
 
 
@@ -358,3 +381,59 @@ def published_walker(results_root: str | Path | None = None) -> dict | None:
     """The published walker (``walker.json``), or None while no checkpoint passes."""
     path = _results_root(results_root) / WALKER_FILENAME
     return json.loads(path.read_text()) if path.is_file() else None
+
+
+def walker_checkpoint(walker_record: dict, results_root: str | Path | None = None) -> Path:
+    """The published walker's slim checkpoint (``walker.json``'s ``checkpoint``), which must
+    exist: a page replays and gait-tests it."""
+    path = _results_root(results_root) / walker_record["checkpoint"]
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: walker.json names a checkpoint that is not published")
+    return path
+
+
+def walker_gait(
+    walker_record: dict, results_root: str | Path | None = None
+) -> tuple[dict, records.RunRecord]:
+    """The walker's recorded full-size gait test: its verdict and its run record."""
+    where = _results_root(results_root) / walker_record["gait_record"]
+    return json.loads((where / "verdict.json").read_text()), records.load_record(where)
+
+
+def walker_card(walker_record: dict, results_root: str | Path | None = None) -> pd.DataFrame:
+    """One row naming the published walker: recipe and task, checkpoint, its gait-test record
+    with machine, date and size, how many training seeds pass, and the minutes of training to
+    the checkpoint (of a GPU shared by the seeds trained side by side)."""
+    verdict, gait_record = walker_gait(walker_record, results_root)
+    summary = gait_record.summary
+    row = {
+        "recipe": walker_record["recipe"].upper(),
+        "task": walker_record["task"],
+        "checkpoint": walker_record["checkpoint"],
+        "gait test": walker_record["gait_record"],
+        "verdict": "passes" if verdict["passed"] else "fails",
+        "robots": f"{summary['seeds']} seeds × {summary['robots_per_case']} per case",
+        "machine": tables.record_machine_text(gait_record),
+        "date": gait_record.started_at[:10],
+        "seeds passing": f"{walker_record['seeds_passing']} of {len(walker_record['seeds'])}",
+        f"minutes of training (GPU shared by {len(walker_record['seeds'])} seeds)": round(
+            walker_record["time_to_walk_s"] / 60.0, 1
+        ),
+    }
+    return pd.DataFrame([row]).set_index("recipe")
+
+
+def seed_verdicts(walker_record: dict) -> pd.DataFrame:
+    """Each training seed of the walker's recipe: whether a gait-tested checkpoint passes, the
+    first that does, and the minutes of training to it."""
+    rows = {
+        f"seed {seed}": {
+            "passes": "yes" if entry["passed"] else "no",
+            "first passing checkpoint": entry["first_passing"] or "none",
+            "minutes of training": entry["minutes"],
+            "checkpoints tested": entry["tested"],
+        }
+        for seed, entry in walker_record["seeds"].items()
+    }
+    return pd.DataFrame(rows).T
+
