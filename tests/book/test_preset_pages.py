@@ -72,10 +72,10 @@ def test_preset_table_from_the_published_records():
     assert heading["built on"] == "WALKER"
     assert "heading command in 50% of the envs (stiffness 0.5)" in heading["what it changed"]
     assert "standing envs 2% → 10% from the start" in heading["what it changed"]
-    first = walker_record["checkpoint"].rsplit("/", 1)[-1].removesuffix(".pt")
+    assert walker_record["first_passing"] == "h200_walker_heading_main_s42/model_900"
     assert heading["outcome"].startswith(
         f"walks: {walker_record['seeds_passing']} of its 3 seeds pass the whole gait test, "
-        f"the first at {first}")
+        "the first at model_900 of seed 42")
     # Without a published walker the recipe that passes has no row.
     without = preset_pages.preset_table(wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW))
     assert "WALKER_HEADING" not in without.index and len(without) == len(table) - 1

@@ -150,13 +150,18 @@ def _rows(*passing_at):
     ]  # fmt: skip
 
 
-def test_the_walker_is_the_passing_checkpoint_reached_first(tmp_path):
+def _stand_in_runs():
+    """Seed 42 passes at 300 and 350, seed 43 never, seed 44 at 250 (reached first)."""
     published = wr.seed_run(42)
-    runs = [
+    return [
         StandInRun(published, 42, _rows(300, 350)),
         StandInRun(published, 43, _rows()),
         StandInRun(published, 44, _rows(250)),
     ]
+
+
+def test_the_walker_is_the_passing_checkpoint_reached_first(tmp_path):
+    runs = _stand_in_runs()
     summary = wr.walker_summary(runs)
     assert (summary["seed"], summary["iteration"], summary["seeds_passing"]) == (44, 250, 2)
     assert summary["task"] == "Mjlab-Velocity-Flat-MicroDuck-WalkerHeadingTuning"
@@ -176,12 +181,7 @@ def test_the_walker_is_the_passing_checkpoint_reached_first(tmp_path):
 
 
 def test_a_walker_chosen_among_the_passing_checkpoints_keeps_the_time_to_walk(tmp_path):
-    published = wr.seed_run(42)
-    runs = [
-        StandInRun(published, 42, _rows(300, 350)),
-        StandInRun(published, 43, _rows()),
-        StandInRun(published, 44, _rows(250)),
-    ]
+    runs = _stand_in_runs()
     summary = wr.walker_summary(runs, walker_at=(42, 350), ci_gait_record="cpu_gait")
     assert (summary["seed"], summary["iteration"]) == (42, 350)
     assert summary["checkpoint"] == "h200_walker_heading_main_s42/model_350.pt"

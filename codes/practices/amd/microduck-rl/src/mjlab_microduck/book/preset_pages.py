@@ -140,11 +140,12 @@ def scale_outcomes(
         ),
     }
     if walker_record is not None:
+        # walker.json's first passing checkpoint: h200_walker_heading_main_s42/model_900
+        stage, first = walker_record["first_passing"].split("/")
         outcomes["walker_heading"] = (
             f"walks: {walker_record['seeds_passing']} of its {len(walker_record['seeds'])} "
-            f"seeds pass the whole gait test, the first at "
-            f"{walker_record['checkpoint'].rsplit('/', 1)[-1].removesuffix('.pt')} "
-            f"(next section)"
+            f"seeds pass the whole gait test, the first at {first} of seed "
+            f"{stage.rsplit('_s', 1)[1]} (next section)"
         )
     return outcomes
 
