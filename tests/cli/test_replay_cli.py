@@ -178,6 +178,6 @@ def test_help_lists_every_option_and_its_defaults(monkeypatch, capsys):
         "(default: 42)", "(default: 0.15)", "(default: one fixed command)",
         "(default: follow)", "(default: cpu)", "(default: 480)", "(default: 360)",
         "(default: on with EGL, off with OSMesa)", "(default: logs/replays)",
-        "(default: replay_<checkpoint stem>)", "{walk_then_turn}", "{follow,fixed}",
+        "(default: replay_<checkpoint stem>)", "{walk_then_turn,tour}", "{follow,fixed}",
     ):  # fmt: skip
         assert default in text, default
