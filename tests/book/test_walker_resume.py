@@ -36,23 +36,24 @@ def _table(rows):
     return frame.set_index(["seed", "checkpoint"])
 
 
-def test_table_findings_on_a_made_up_resume():
+def test_seed_findings_on_a_made_up_resume():
     first, resumed = "first (last checkpoint)", "resumed"
     table = _table([
         (1, "model_9", first, 5, "never falls", "no"),
         (1, "model_10", resumed, 3, "never falls, stands still", "no"),
         (1, "model_11", resumed, 4, "none", "no"),
         (2, "model_9", first, 2, "never falls", "no"),
-        (2, "model_10", resumed, 2, "never falls", "no"),
+        (2, "model_10", resumed, 2, "never falls", "yes"),
     ])
-    found = walker_resume._table_findings(table, 9)
-    assert found["failed"] == ("seed 1: 5 at model_9, at best 3 (model_10), 4 at model_11; "
-                               "seed 2: 2 at model_9, at best 2 (model_10)")
-    assert found["direction"] == "fewer for seed 1; none fewer for seed 2"
-    assert found["gained"] == "seed 1 gains stands still"
-    assert found["any_pass"] == "No resumed checkpoint passes the gait test"
-    assert found["heading"] == "none of them holds its heading"
-    assert (found["lost_falls"], found["resumed_n"]) == ("1", "3")
+    found = walker_resume.seed_findings(table, [(1, {9: 0.5, 10: 0.75})])
+    one, two = found.loc["seed 1"], found.loc["seed 2"]
+    assert (one["failed at model_9"], one["fewest after the resume"]) == (5, 3)
+    assert one["at"] == "model_10" and one["failed at model_11"] == 4
+    assert one["skills gained"] == "stands still" and two["skills gained"] == "none"
+    assert (one["resumed checkpoints with a fall"], one["resumed checkpoints"]) == (1, 2)
+    assert (one["resumed checkpoints passing"], two["resumed checkpoints passing"]) == (0, 1)
+    assert one["robots holding their heading"] == "50% (model_9) → 75% (model_10)"
+    assert pd.isna(two["robots holding their heading"])
 
 
 def test_resume_table_starts_at_the_loaded_checkpoint(runs):
@@ -67,12 +68,10 @@ def test_resume_table_starts_at_the_loaded_checkpoint(runs):
     assert set(table["passes the gait test"]) <= {"yes", "no"}
 
 
-def test_resume_findings_quote_the_published_records(runs):
-    found = walker_resume.resume_findings(runs)
-    assert (found["envs"], found["nseeds"], found["more"]) == ("4096", "3", "250")
-    assert (found["from_ckpt"], found["last_ckpt"]) == ("model_499.pt", "model_748.pt")
-    assert found["failed"].count("seed ") == len(wr.SEEDS)
-    threshold = float(found["threshold"])
-    assert threshold > 0 and float(found["drift_rate"]) == pytest.approx(
-        threshold / float(found["gait_seconds"]), abs=0.005)
-    assert float(found["cost_next"].rstrip("%")) > float(found["cost_now"].rstrip("%"))
+def test_seed_findings_of_the_published_resumes(runs):
+    threshold, within = walker_resume.heading_within(runs)
+    assert threshold == 0.3
+    found = walker_resume.seed_findings(walker_resume.resume_table(runs), within)
+    assert list(found.index) == [f"seed {s}" for s in wr.SEEDS]
+    assert (found["resumed checkpoints"] == 4).all()
+    assert found["robots holding their heading"].str.contains("(model_499) → ", regex=False).all()

@@ -187,6 +187,44 @@ def test_chapter_5_states_the_task_commands_curricula_and_recorded_resume_as_the
     assert s["episode_length_first"] < first["episode_length_last"] < s["episode_length_last"]
 
 
+def test_chapter_5_states_what_the_walker_resumes_bought_as_their_records_have_it():
+    from mjlab_microduck.book import results, walker_resume
+    from mjlab_microduck.book import walker_results as wr
+    from mjlab_microduck.tasks import tuning
+
+    text = prose("05_resume_1500.md")
+    runs = wr.seed_runs()
+    first, resumed = runs[0].stages[0][1], runs[0].stages[1][1]
+    start, more = walker_resume.resume_from(runs), resumed.config["iterations"]
+    last = results.expected_checkpoints(start, more, resumed.config["save_interval"])[-1]
+    tested = [it for it, _, _ in runs[0].gait]
+    threshold, within = walker_resume.heading_within(runs)
+    seconds = runs[0].gait[0][2].config["duration_s"]
+    drift = threshold / seconds
+    wide, narrow = tuning.WALKER.ang_vel_std_rad_s, tuning.WALKER_NARROW.ang_vel_std_rad_s
+    stated = [
+        f"used the same mechanics at {first.config['num_envs']} environments",
+        f"each of its three seeds loaded its model_{start}.pt and ran {more} more iterations, "
+        f"ending with {last}",
+        f"Every {tested[1] - tested[0]}th checkpoint went through",
+        f"stay within {threshold:g} rad of their heading",
+        f"{threshold:g} rad in {seconds:g} s, turns at {drift:.2f} rad/s",
+        f"(standard deviation {wide:.2f} rad/s) charges that "
+        f"{walker_resume.drift_cost(drift, wide):.1%} of its reward",
+        f"{narrow:g} rad/s raises that cost to {walker_resume.drift_cost(drift, narrow):.1%}",
+        f"{more} more iterations per seed",
+    ]
+    missing = [fact for fact in stated if fact not in text]
+    assert missing == [], f"chapter 5 does not state these as the walker's records: {missing}"
+    assert len(runs) == 3 and more == 250
+    findings = walker_resume.seed_findings(walker_resume.resume_table(runs), within)
+    assert (findings["skills gained"] == "none").all() and "no seed gains a skill" in text
+    assert (findings["resumed checkpoints passing"] == 0).all()
+    assert "no resumed checkpoint passes" in text
+    for _, share in within:  # "rises a little", from the first stage's last checkpoint on
+        assert share[max(share)] > share[min(share)]
+
+
 def test_chapter_8_states_the_rocm_pin_and_the_published_probes_as_they_are():
     from urllib.parse import unquote
 
