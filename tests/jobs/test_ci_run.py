@@ -185,6 +185,14 @@ def test_the_child_gets_cis_environment_without_the_callers_venv(tmp_path):
                    "PYTEST_ADDOPTS": f"-x --junitxml={tmp_path / 'j.xml'}"}  # fmt: skip
 
 
+def test_the_junit_file_is_named_by_an_absolute_path(tmp_path, monkeypatch):
+    # `make ci-times` passes book/results/cpu_ci_run.new: relative to the caller, not to the
+    # clone the tests run in, where the file's folder would become a stray results folder.
+    monkeypatch.chdir(tmp_path)
+    env = ci_run.child_env(Path("book/results/x.partial/junit.xml"), {"PATH": "/bin"})
+    assert env["PYTEST_ADDOPTS"] == f"--junitxml={tmp_path}/book/results/x.partial/junit.xml"
+
+
 # ----------------------------------------------------------------------------- a whole run
 
 

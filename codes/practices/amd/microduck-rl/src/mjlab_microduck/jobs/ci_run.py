@@ -105,7 +105,10 @@ def child_env(junit: Path, base: dict[str, str] | None = None) -> dict[str, str]
             if p and not (Path(p).parent / "pyvenv.cfg").is_file()]  # fmt: skip
     env["PATH"] = os.pathsep.join(path)
     env["CI"] = "true"
-    env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')} --junitxml={junit}".strip()
+    # Absolute: pytest runs in the clone, where a relative path would put the JUnit file (and
+    # its folder) inside the clone's book/results, for the next pass's tests to find.
+    junit_path = Path(junit).absolute()
+    env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')} --junitxml={junit_path}".strip()
     return env
 
 
@@ -280,7 +283,7 @@ def _machine() -> str | None:
 def run(request: CiRunRequest, show: Callable[[str], None] = print) -> records.RunRecord:
     """Clone, run ``bash .ci/run`` (twice with ``warm``), write the record (module docstring)."""
     check(request)
-    out = Path(request.out)
+    out = Path(request.out).absolute()  # the passes run in the clone, not here
     staging = out.with_name(out.name + ".partial")
     if staging.exists():
         shutil.rmtree(staging)
