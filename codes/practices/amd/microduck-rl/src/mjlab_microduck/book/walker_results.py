@@ -402,8 +402,9 @@ def walker_gait(
 
 def walker_card(walker_record: dict, results_root: str | Path | None = None) -> pd.DataFrame:
     """One row naming the published walker: recipe and task, checkpoint, its gait-test record
-    with machine, date and size, how many training seeds pass, and the minutes of training to
-    the checkpoint (of a GPU shared by the seeds trained side by side)."""
+    with machine, date and size, how many training seeds pass, and the time to walk: minutes of
+    training to the recipe's first passing checkpoint (``first_passing``, which may be an
+    earlier one than the walker's), on a GPU shared by the seeds trained side by side."""
     verdict, gait_record = walker_gait(walker_record, results_root)
     summary = gait_record.summary
     row = {
