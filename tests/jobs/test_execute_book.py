@@ -6,6 +6,7 @@ nothing."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -63,11 +64,13 @@ print("{banner}")
 tags: [remove-input]
 ---
 import json, os, time
+from ipykernel.connect import get_connection_file
 start = time.time()
 time.sleep({sleep})
 {extra}
 print(json.dumps({{"start": start, "end": time.time(), "cwd": os.getcwd(),
-                  "omp": os.environ.get("OMP_NUM_THREADS")}}))
+                  "omp": os.environ.get("OMP_NUM_THREADS"),
+                  "transport": json.load(open(get_connection_file()))["transport"]}}))
 ```
 """
 
@@ -127,6 +130,16 @@ def test_the_cores_are_shared_out_between_the_kernels(jobs, cores, threads):
     assert ex.threads_per_kernel(jobs, cores) == threads
 
 
+def test_kernels_talk_over_unix_sockets_of_their_own_where_zmq_has_them(monkeypatch, tmp_path):
+    import zmq
+
+    config = ex.kernel_config(os.path.relpath(tmp_path))
+    assert config.KernelManager.transport == "ipc"
+    assert config.KernelManager.ip == str(tmp_path.resolve() / "kernel")  # absolute
+    monkeypatch.setattr(zmq, "has", lambda feature: feature != "ipc")
+    assert "KernelManager" not in ex.kernel_config(tmp_path)  # TCP, jupyter_client's default
+
+
 def test_estimates_are_a_book_build_records_seconds(tmp_path):
     assert ex.estimates_from(tmp_path / "none") == {}
     published = Path(__file__).resolve().parents[2] / "book" / "results" / "cpu_ci_book_build"
@@ -155,6 +168,8 @@ def test_both_notebooks_run_at_once_in_their_folder_the_plain_pages_not_at_all(e
         assert cached.data["execution_seconds"] >= runs[stem]["end"] - runs[stem]["start"]
         assert runs[stem]["cwd"] == str(root / "notebooks")
         assert runs[stem]["omp"] == str(ex.threads_per_kernel(2))
+        # Unix sockets: kernels starting at once cannot take each other's TCP ports.
+        assert runs[stem]["transport"] == "ipc"
     slow, quick = runs["01_slow"], runs["02_quick"]
     assert slow["start"] < quick["end"] and quick["start"] < slow["end"], "they did not overlap"
     assert lines[0].startswith("execute: 2 of 2 notebooks to run, 2 at a time")

@@ -32,6 +32,7 @@ from __future__ import annotations
 import concurrent.futures as futures
 import multiprocessing
 import os
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -256,10 +257,31 @@ def _execute_one(nb_json: str, cwd: str, timeout: int | None, allow_errors: bool
     if threads and "OMP_NUM_THREADS" not in os.environ:
         os.environ["OMP_NUM_THREADS"] = str(threads)  # the kernel inherits it
     nb = nbformat.reads(nb_json, as_version=4)
-    result = single_nb_execution(nb, cwd=cwd, timeout=timeout, allow_errors=allow_errors,
-                                 meta_override=True)  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="microduck-kernel-") as sockets:
+        result = single_nb_execution(nb, cwd=cwd, timeout=timeout, allow_errors=allow_errors,
+                                     meta_override=True, config=kernel_config(sockets))  # fmt: skip
     error = (result.exc_string or repr(result.err)) if result.err is not None else None
     return nbformat.writes(result.nb), float(result.time), error
+
+
+def kernel_config(socket_dir: str | Path):
+    """The kernel manager's configuration: Unix-socket (``ipc``) transport where zmq has it,
+    the sockets in ``socket_dir`` (a folder of this kernel's own).
+
+    Over TCP, jupyter_client picks five free ports, lets go of them and the kernel binds them
+    a moment later; with several kernels starting at once (two notebooks here, another build
+    in a test beside it) one can lose a port to another and die at start-up ("Address already
+    in use", then "Kernel didn't respond"). Sockets in a folder of each kernel's own cannot
+    collide. The path is absolute because the kernel runs in the notebook's folder and
+    jupyter_client's default socket name is relative. Where zmq lacks ipc this is the default
+    (TCP) configuration."""
+    import zmq
+    from traitlets.config import Config
+
+    if not zmq.has("ipc"):
+        return Config()
+    sockets = str(Path(socket_dir).resolve() / "kernel")
+    return Config({"KernelManager": {"transport": "ipc", "ip": sockets}})
 
 
 def threads_per_kernel(jobs: int, cores: int | None = None) -> int:
