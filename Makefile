@@ -207,6 +207,7 @@ ci-times: venv
 	$(RUN) $(VENV)/bin/microduck records ci-run $(CI_RUN_RECORD).new $(if $(filter 1,$(WARM)),--warm,)
 	rm -rf $(CI_RUN_RECORD)
 	mv $(CI_RUN_RECORD).new $(CI_RUN_RECORD)
+	$(RUN) $(VENV)/bin/microduck records map
 
 clean:
 	rm -rf _build .pytest_cache book/_extra/media $(DRIVE_OUT)

@@ -12,7 +12,9 @@ names the run it continues.
 Slow (the issue's tiny training, ``microduck train --num-envs 8 --iterations 40``, on the CPU,
 in real processes): stopped with SIGINT, with SIGTERM and with SIGKILL; the last is ``stale``
 for ``records verify`` until ``--fix`` marks it interrupted; then the SIGTERM run is resumed
-from its folder.
+from its folder. The trainings, the verify calls and the resume are made once per build
+(tests/suite_memo.py): a second run of the suite with nothing changed asserts on what the
+first one left.
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import run_fakes
+import suite_memo
 
 from mjlab_microduck.cli import _common
 from mjlab_microduck.cli import main as microduck
@@ -223,14 +227,15 @@ def _microduck(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
 class Training:
     """``microduck train --num-envs 8 --iterations 40`` in its own process, output to a file."""
 
+    ARGS = ("--num-envs", "8", "--iterations", "40", "--save-interval", "5", "--device", "cpu")
+
     def __init__(self, logs: Path, name: str, *extra: str):
         self.logs, self.name = logs, name
         logs.mkdir(parents=True, exist_ok=True)
         self.out = logs / f"{name}.out"
         code = "from mjlab_microduck.cli import console_main; console_main()"
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", code, "train", "--num-envs", "8", "--iterations", "40",
-             "--save-interval", "5", "--device", "cpu", "--name", name,
+            [sys.executable, "-c", code, "train", *self.ARGS, "--name", name,
              "--logs-root", str(logs), *extra],
             stdout=self.out.open("w"), stderr=subprocess.STDOUT, env=_microduck_env(),
             # A shell's background job starts with SIGINT ignored, and an ignored signal stays
@@ -285,33 +290,67 @@ def _processes_in(run_dir: Path) -> list[int]:
     return found
 
 
-@pytest.fixture(scope="module")
-def stopped(tmp_path_factory):
+@dataclass(frozen=True)
+class Stopped:
+    """One stopped training as the fixture left it: its run folder, the driver's exit status
+    and pid, its output file and its record as it was the moment the driver ended."""
+
+    run_dir: Path
+    returncode: int
+    pid: int
+    out: Path
+    record_at_stop: dict
+
+
+STOPS = {"int": "sigint", "term": "sigterm", "kill": "sigkill"}
+
+
+def _stop_three(folder: Path) -> None:
     """Three tiny trainings at once (two cores: their ~10 s imports overlap), each stopped as
-    soon as it has what its test needs: SIGINT after the first checkpoint, SIGTERM after the
-    second, SIGKILL once a heartbeat has reported a checkpoint."""
-    logs = tmp_path_factory.mktemp("stopped")
-    runs = {"int": Training(logs, "sigint"), "term": Training(logs, "sigterm"),
-            "kill": Training(logs, "sigkill")}  # fmt: skip
-    out = {}
+    soon as it has what its test needs: SIGINT after the first checkpoint, SIGKILL once a
+    heartbeat has reported a checkpoint, SIGTERM after the second. ``stopped.json`` says how
+    each ended."""
+    logs = folder / "logs"
+    runs = {key: Training(logs, name) for key, name in STOPS.items()}
     try:
         runs["int"].wait_for(_has_checkpoint(0))
-        out["int"] = (runs["int"], runs["int"].stop(signal.SIGINT))
+        runs["int"].stop(signal.SIGINT)
         runs["kill"].wait_for(_heartbeat_saw_a_checkpoint)
-        out["kill"] = (runs["kill"], runs["kill"].stop(signal.SIGKILL))
+        runs["kill"].stop(signal.SIGKILL)
         runs["term"].wait_for(_has_checkpoint(5))
-        out["term"] = (runs["term"], runs["term"].stop(signal.SIGTERM))
+        runs["term"].stop(signal.SIGTERM)
     finally:
         for run in runs.values():
             if run.proc.poll() is None:
                 run.proc.kill()
                 run.proc.wait()
-    return out
+    ended = {key: {"run_dir": str(run.run_dir.relative_to(folder)), "pid": run.proc.pid,
+                   "returncode": run.proc.returncode, "out": str(run.out.relative_to(folder)),
+                   "record_at_stop": json.loads(records.record_path(run.run_dir).read_text())}
+             for key, run in runs.items()}  # fmt: skip
+    (folder / "stopped.json").write_text(json.dumps(ended))
 
 
-def _check_interrupted(run: Training, status: int, signal_name: str) -> records.RunRecord:
-    code = run.proc.returncode
-    assert code == status, run.out.read_text()[-3000:]
+@pytest.fixture(scope="module")
+def stopped() -> dict[str, Stopped]:
+    """The three stopped trainings, made once per build (tests/suite_memo.py): a second run of
+    the suite with nothing changed checks the same folders and exit statuses."""
+    inputs = {"training": Training.ARGS, "stops": STOPS}
+    folder = suite_memo.kept_folder("train_stopping", inputs, _stop_three, env=_microduck_env())
+    ended = json.loads((folder / "stopped.json").read_text())
+    return {key: Stopped(folder / e["run_dir"], e["returncode"], e["pid"], folder / e["out"],
+                         e["record_at_stop"]) for key, e in ended.items()}  # fmt: skip
+
+
+def _kept_microduck(name: str, *args: str) -> subprocess.CompletedProcess:
+    """``_microduck(*args)`` made once per build, as the trainings it reads (suite_memo.run);
+    ``name`` tells apart two identical command lines run at different moments."""
+    code = "from mjlab_microduck.cli import console_main; console_main()"
+    return suite_memo.run(name, [sys.executable, "-c", code, *args], env=_microduck_env())
+
+
+def _check_interrupted(run: Stopped, status: int, signal_name: str) -> records.RunRecord:
+    assert run.returncode == status, run.out.read_text()[-3000:]
     record = records.load_record(run.run_dir)
     last = train.last_checkpoint(run.run_dir)
     assert (record.status, record.signal) == ("interrupted", signal_name)
@@ -330,28 +369,28 @@ def _check_interrupted(run: Training, status: int, signal_name: str) -> records.
 
 @pytest.mark.slow
 def test_sigint_records_the_run_interrupted_and_exits_130(stopped):
-    run, _ = stopped["int"]
+    run = stopped["int"]
     _check_interrupted(run, 130, "SIGINT")
 
 
 @pytest.mark.slow
 def test_sigterm_records_the_run_interrupted_with_its_scalars_and_exits_143(stopped):
-    run, _ = stopped["term"]
+    run = stopped["term"]
     record = _check_interrupted(run, 143, "SIGTERM")
     assert record.summary["last_checkpoint_iteration"] >= 5
     assert record.summary["checkpoints"].startswith("model_0.pt,model_5.pt")
     # TensorBoard's events flushed so far became scalars.csv, listed with its checksum.
     assert record.scalars_csv == records.SCALARS_FILENAME
     assert record.summary["iterations"] >= 1 and record.summary["transitions"] > 0
-    assert _microduck("records", "verify", str(run.run_dir)).returncode == 0
+    assert _kept_microduck("verify_sigterm", "records", "verify", str(run.run_dir)).returncode == 0
 
 
 @pytest.mark.slow
 def test_a_sigkilled_run_is_stale_until_verify_fix_marks_it_interrupted(stopped):
-    run, code = stopped["kill"]
-    assert code == -signal.SIGKILL
-    record = records.load_record(run.run_dir)
-    assert record.status == "running" and record.process.pid == run.proc.pid
+    run = stopped["kill"]
+    assert run.returncode == -signal.SIGKILL
+    record = records.parse_record(run.record_at_stop, "the record when the driver died")
+    assert record.status == "running" and record.process.pid == run.pid
     assert record.summary["last_checkpoint"].startswith("model_")  # from a heartbeat
     # Orphaned, the trainer dies at its next line of output (a broken pipe).
     deadline = time.monotonic() + 120
@@ -360,38 +399,41 @@ def test_a_sigkilled_run_is_stale_until_verify_fix_marks_it_interrupted(stopped)
     assert _processes_in(run.run_dir) == []
 
     where = run.run_dir / records.RECORD_FILENAME
-    found = _microduck("records", "verify", str(run.run_dir))
+    # verify, verify --fix, verify again: kept with the trainings, each under its own name.
+    found = _kept_microduck("verify_stale", "records", "verify", str(run.run_dir))
     assert found.returncode == 1
     assert found.stderr.splitlines() == [
-        f"{where}: stale (train, running): process {run.proc.pid} on {record.process.host} is "
+        f"{where}: stale (train, running): process {run.pid} on {record.process.host} is "
         "gone; `microduck records verify --fix` marks it interrupted"
     ]
-    fixed = _microduck("records", "verify", "--fix", str(run.run_dir))
+    fixed = _kept_microduck("verify_fix", "records", "verify", "--fix", str(run.run_dir))
     assert fixed.returncode == 0, fixed.stderr
     record = records.load_record(run.run_dir)
     last = train.last_checkpoint(run.run_dir)
     assert fixed.stdout == f"{where}: fixed (train, stale -> interrupted): {record.error}\n"
     assert (record.status, record.signal) == ("interrupted", None)
-    assert record.error.startswith(f"stale: process {run.proc.pid} on ")
+    assert record.error.startswith(f"stale: process {run.pid} on ")
     assert f"last checkpoint {last.name}" in record.error
     assert record.summary["last_checkpoint"] == last.name
     assert record.finished_at >= record.process.heartbeat_at
     records.verify_artifacts(record, run.run_dir)
-    again = _microduck("records", "verify", str(run.run_dir))
+    again = _kept_microduck("verify_fixed", "records", "verify", str(run.run_dir))
     assert again.returncode == 0 and again.stdout.endswith("ok (train, interrupted)\n")
 
 
 @pytest.mark.slow
-def test_resume_from_the_stopped_runs_folder_continues_it(stopped, tmp_path):
-    run, _ = stopped["term"]
+def test_resume_from_the_stopped_runs_folder_continues_it(stopped):
+    run = stopped["term"]
     stopped_record = records.load_record(run.run_dir)
     last = train.last_checkpoint(run.run_dir)
-    logs = tmp_path / "logs"
-    done = _microduck("train", "--resume-from", str(run.run_dir), "--num-envs", "8",
-                      "--iterations", "2", "--save-interval", "1", "--device", "cpu",
-                      "--name", "resumed", "--logs-root", str(logs))  # fmt: skip
+    # Into logs/ of its own kept folder (the command's working directory).
+    done = _kept_microduck(
+        "resume_sigterm", "train", "--resume-from", str(run.run_dir), "--num-envs", "8",
+        "--iterations", "2", "--save-interval", "1", "--device", "cpu", "--name", "resumed",
+        "--logs-root", "logs",
+    )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    (new_dir,) = logs.iterdir()
+    (new_dir,) = (done.cwd / "logs").iterdir()
     record = records.load_record(new_dir)
     assert record.status == "ok"
     assert record.config["continues_run"] == stopped_record.run_id
