@@ -72,7 +72,8 @@ def test_preset_table_from_the_published_records():
     assert heading["built on"] == "WALKER"
     assert "heading command in 50% of the envs (stiffness 0.5)" in heading["what it changed"]
     assert "standing envs 2% → 10% from the start" in heading["what it changed"]
-    assert walker_record["first_passing"] == "h200_walker_heading_main_s42/model_900"
+    first_passing = walker_record["side_by_side"]["first_passing"]
+    assert first_passing == "h200_walker_heading_main_s42/model_900"
     assert heading["outcome"].startswith(
         f"walks: {walker_record['seeds_passing']} of its 3 seeds pass the whole gait test, "
         "the first at model_900 of seed 42")

@@ -124,8 +124,8 @@ def test_stage_table_has_one_row_per_stage_with_its_median_iteration_time(runs, 
 class StandInRun:
     """A seed run with a made-up progress table, on the training record of a published one."""
 
-    def __init__(self, published, seed, rows):
-        self.seed, self.recipe = seed, wr.WALKER_HEADING
+    def __init__(self, published, seed, rows, recipe=wr.WALKER_HEADING):
+        self.seed, self.recipe = seed, recipe
         self.stages = published.stages
         self.gait = tuple((row["iteration"], Path(f"gait_s{seed}_model_{row['iteration']}"), None)
                           for row in rows)  # fmt: skip
@@ -169,6 +169,10 @@ def test_the_walker_is_the_passing_checkpoint_reached_first(tmp_path):
                                       "tested": 3}  # fmt: skip
     assert summary["seeds"]["42"]["first_passing"] == "model_300"
     assert summary["time_to_walk_s"] == pytest.approx(250.0)
+    assert summary["side_by_side"] == {"time_to_walk_s": pytest.approx(250.0), "seeds": 3,
+                                       "first_passing": "h200_walker_heading_main_s44/model_250",
+                                       "seed": 44}  # fmt: skip
+    assert "alone" not in summary
     assert summary["checkpoint"] == "h200_walker_heading_main_s44/model_250.pt"
     assert summary["gait_record"] == "gait_s44_model_250"
     assert "H200" in summary["device"]
@@ -195,6 +199,31 @@ def test_a_walker_chosen_among_the_passing_checkpoints_keeps_the_time_to_walk(tm
             wr.walker_summary(runs, walker_at=not_passing)
     path = wr.write_walker(runs, tmp_path, walker_at=(42, 350), ci_gait_record="cpu_gait")
     assert wr.published_walker(tmp_path) == summary and path.name == wr.WALKER_FILENAME
+
+
+def test_the_winning_seed_trained_alone_gives_the_time_to_walk_the_shared_gpu_stays_beside(
+    tmp_path,
+):
+    runs, published = _stand_in_runs(), wr.seed_run(42)
+    # Alone, seed 42 first passes at 350 after 300 s (side by side: 300, at 5 min).
+    alone = [StandInRun(published, 42, [{**row, "minutes": row["minutes"] * 0.6} for row in
+                                        _rows(350)], recipe=wr.WALKER_HEADING_ALONE)]  # fmt: skip
+    summary = wr.walker_summary(runs, walker_at=(42, 350), alone=alone)
+    assert summary["alone"] == {"time_to_walk_s": pytest.approx(210.0), "seed": 42,
+                                "first_passing": "h200_walker_heading_alone_main_s42/model_350"}
+    assert (summary["time_to_walk_s"], summary["first_passing"]) == (
+        summary["alone"]["time_to_walk_s"], summary["alone"]["first_passing"])  # fmt: skip
+    assert summary["side_by_side"]["time_to_walk_s"] == pytest.approx(250.0)
+    # The walker and the seeds' verdicts are still the side-by-side training's.
+    assert summary["checkpoint"] == "h200_walker_heading_main_s42/model_350.pt"
+    assert summary["seeds_passing"] == 2
+    # Alone and never passing: said so, and the side-by-side figure stays the headline.
+    never = [StandInRun(published, 42, _rows(), recipe=wr.WALKER_HEADING_ALONE)]
+    summary = wr.walker_summary(runs, alone=never)
+    assert summary["alone"] == {"time_to_walk_s": None, "first_passing": None, "seed": 42}
+    assert summary["time_to_walk_s"] == summary["side_by_side"]["time_to_walk_s"]
+    wr.write_walker(runs, tmp_path, alone=never)
+    assert wr.published_walker(tmp_path) == summary
 
 
 def test_no_walker_is_published_while_no_seed_passes(tmp_path):
@@ -245,8 +274,9 @@ def test_at_least_two_of_three_seeds_of_the_walker_recipe_pass(published):
     seeds = wr.seed_verdicts(published)
     assert list(seeds.index) == [f"seed {s}" for s in wr.SEEDS]
     assert (seeds["passes"] == "yes").sum() == published["seeds_passing"] >= 2
-    # walker.json names the first passing checkpoint over all seeds (the time to walk)
-    first_seed, first = published["first_passing"].split("_s", 1)[1].split("/model_")
+    # walker.json names the seeds' first passing checkpoint (the time to walk side by side)
+    first_passing = published["side_by_side"]["first_passing"]
+    first_seed, first = first_passing.split("_s", 1)[1].split("/model_")
     assert seeds.loc[f"seed {first_seed}", "first passing checkpoint"] == f"model_{first}"
     walker_passes = wr.seed_run(published["seed"], recipe=wr.WALKER_HEADING).verdict(
         published["iteration"])["passed"]
@@ -259,8 +289,13 @@ def test_the_walker_card_names_its_run_machine_and_date(published):
     assert card.index[0] == published["recipe"].upper()
     assert row["verdict"] == "passes" and "H200" in row["machine"]
     assert row["gait test"] == published["gait_record"] and len(row["date"]) == 10
-    minutes = row["minutes of training (GPU shared by 3 seeds)"]
-    assert minutes == pytest.approx(published["time_to_walk_s"] / 60.0, abs=0.05)
+    minutes = row["time to walk, min (3 seeds side by side on one GPU)"]
+    assert minutes == pytest.approx(published["side_by_side"]["time_to_walk_s"] / 60.0, abs=0.05)
+    if "alone" in published:
+        alone = row["time to walk, min (alone on one GPU)"]
+        assert alone == pytest.approx(published["time_to_walk_s"] / 60.0, abs=0.05)
+    else:
+        assert published["time_to_walk_s"] == published["side_by_side"]["time_to_walk_s"]
 
 
 def test_a_walker_json_naming_a_missing_checkpoint_is_refused(tmp_path, published):

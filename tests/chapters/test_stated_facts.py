@@ -120,6 +120,13 @@ def test_chapter_4_states_the_recipes_and_their_published_runs_as_they_are():
             assert iteration["turns on command"] == max(iteration.values())
     walker_record = wr.published_walker()
     assert walker_record["seeds_passing"] == 2 and "Two of its three seeds pass" in text
+    # The first passing checkpoint and the walker, as walker.json has them; the walker passes
+    # the ci-size CPU test the first one fails (turning in place, chapter 6).
+    first_run, first = walker_record["side_by_side"]["first_passing"].split("/")
+    first_seed = int(first_run.rsplit("_s", 1)[1])
+    assert f"The first checkpoint to pass is seed {first_seed}'s `{first}`" in text
+    assert f"the book's walker is the same seed's `model_{walker_record['iteration']}`" in text
+    assert walker_record["seed"] == first_seed and walker_record["ci_gait_record"]
 
 
 def test_chapter_6_states_its_other_rules_and_recorded_outcomes_as_they_are():

@@ -140,8 +140,8 @@ def scale_outcomes(
         ),
     }
     if walker_record is not None:
-        # walker.json's first passing checkpoint: h200_walker_heading_main_s42/model_900
-        stage, first = walker_record["first_passing"].split("/")
+        # the seeds' first passing checkpoint: h200_walker_heading_main_s42/model_900
+        stage, first = walker_record["side_by_side"]["first_passing"].split("/")
         outcomes["walker_heading"] = (
             f"walks: {walker_record['seeds_passing']} of its {len(walker_record['seeds'])} "
             f"seeds pass the whole gait test, the first at {first} of seed "

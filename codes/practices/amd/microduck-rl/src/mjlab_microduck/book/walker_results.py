@@ -15,6 +15,7 @@ row per test and case; a test published both ways is read from its own folder.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +46,9 @@ WALKER_NARROW = Recipe(
 WALKER_HEADING = Recipe(
     "walker_heading", "Mjlab-Velocity-Flat-MicroDuck-WalkerHeadingTuning", ("main",)
 )
+WALKER_HEADING_ALONE = Recipe("walker_heading_alone", WALKER_HEADING.task, ("main",))
+"""WALKER_HEADING's winning seed trained again alone on one GPU: its time to walk without
+sharing the GPU with the other seeds (``h200_walker_heading_alone_main_s<seed>``)."""
 WALKER_TASK = WALKER.task
 CANDIDATE_GAIT_TEST = "h200_walker_gait_s42_model_550"
 """The gait test of the walker recipe's candidate, kept whole beside the recipe's gait history:
@@ -290,46 +294,66 @@ class NoWalkerError(ValueError):
     """No gait-tested checkpoint of the recipe passes the whole test."""
 
 
+def _first_passing(run: SeedRun) -> tuple[int, float] | None:
+    """The iteration and minutes of ``run``'s first checkpoint passing the whole gait test."""
+    progress = run.progress()
+    passing = progress[progress["walker"] & (progress["failed_conditions"] == 0)]
+    if passing.empty:
+        return None
+    return int(passing.iloc[0]["iteration"]), float(passing.iloc[0]["minutes"])
+
+
+def _time_to_walk(runs: list[SeedRun]) -> dict | None:
+    """The passing checkpoint of ``runs`` reached first: its seconds of training and folder."""
+    hits = [(hit[1], run, hit[0]) for run in runs if (hit := _first_passing(run)) is not None]
+    if not hits:
+        return None
+    minutes, run, iteration = min(hits, key=lambda hit: hit[0])
+    first = f"{_first_stage(run)}/model_{iteration}"
+    return {"time_to_walk_s": round(minutes * 60.0, 1), "first_passing": first, "seed": run.seed}
+
+
 def walker_summary(
-    runs: list[SeedRun], walker_at: tuple[int, int] | None = None, ci_gait_record: str | None = None
+    runs: list[SeedRun],
+    walker_at: tuple[int, int] | None = None,
+    ci_gait_record: str | None = None,
+    alone: Sequence[SeedRun] = (),
 ) -> dict:
     """What ``walker.json`` holds: each seed's verdict (its first checkpoint passing the whole
-    gait test, and the minutes of training to it), the time to walk (the minutes to the passing
-    checkpoint reached first, over all seeds) and the walker itself: that checkpoint, or
-    ``walker_at`` = (seed, iteration), a passing checkpoint chosen because it also passes a
-    second test (``ci_gait_record``, e.g. the ci-size test on a CPU the book build repeats).
-    Raises :class:`NoWalkerError` when no seed passes, ValueError when ``walker_at`` does not."""
-    seeds, first = {}, None
+    gait test, and the minutes of training to it), the time to walk and the walker itself.
+
+    The walker is the passing checkpoint reached first, or ``walker_at`` = (seed, iteration), a
+    passing checkpoint chosen because it also passes a second test (``ci_gait_record``, e.g.
+    the ci-size test on a CPU the book build repeats). The time to walk is the minutes to the
+    passing checkpoint reached first: ``side_by_side`` over ``runs`` (seeds sharing one GPU)
+    and, given ``alone`` (the same recipe trained again alone on one GPU,
+    :data:`WALKER_HEADING_ALONE`), ``alone``; ``time_to_walk_s`` and ``first_passing`` are the
+    alone figure once one passes, else the side-by-side one. Raises :class:`NoWalkerError`
+    when no seed passes, ValueError when ``walker_at`` does not."""
+    seeds = {}
     for run in runs:
-        progress = run.progress()
-        passing = progress[progress["walker"] & (progress["failed_conditions"] == 0)]
-        if passing.empty:
-            seeds[str(run.seed)] = {"passed": False, "first_passing": None, "minutes": None,
-                                    "tested": int(len(progress))}  # fmt: skip
-            continue
-        row = passing.iloc[0]
-        iteration, minutes = int(row["iteration"]), float(row["minutes"])
-        seeds[str(run.seed)] = {
-            "passed": True,
-            "first_passing": f"model_{iteration}",
-            "minutes": round(minutes, 3),
-            "tested": int(len(progress)),
-        }
-        if first is None or minutes < first[0]:
-            first = (minutes, run, iteration)
-    if first is None:
+        hit, tested = _first_passing(run), int(len(run.progress()))
+        seeds[str(run.seed)] = (
+            {"passed": True, "first_passing": f"model_{hit[0]}", "minutes": round(hit[1], 3),
+             "tested": tested} if hit is not None
+            else {"passed": False, "first_passing": None, "minutes": None, "tested": tested}
+        )  # fmt: skip
+    side_by_side = _time_to_walk(runs)
+    if side_by_side is None:
         recipe = runs[0].recipe.name if runs else "?"
         raise NoWalkerError(f"no gait-tested checkpoint of {recipe} passes the whole gait test")
-    minutes, first_run, first_iteration = first
-    run, iteration = first_run, first_iteration
-    if walker_at is not None:
-        run = next((r for r in runs if r.seed == walker_at[0]), None)
-        verdict = run.verdict(walker_at[1]) if run is not None else None
+    side_by_side["seeds"] = len(runs)
+    seed, iteration = walker_at or (side_by_side["seed"], None)
+    run = next((r for r in runs if r.seed == seed), None)
+    if iteration is None:
+        iteration = int(side_by_side["first_passing"].rsplit("_", 1)[1])
+    else:
+        verdict = run.verdict(iteration) if run is not None else None
         if verdict is None or not verdict["passed"]:
-            raise ValueError(f"seed {walker_at[0]} model_{walker_at[1]}: not a passing checkpoint")
-        iteration = walker_at[1]
+            raise ValueError(f"seed {seed} model_{iteration}: not a passing checkpoint")
     gait_where = next(where for it, where, _ in run.gait if it == iteration)
     prov = run.stages[0][1].provenance
+    headline = side_by_side
     summary = {
         "recipe": run.recipe.name,
         "task": run.recipe.task,
@@ -337,12 +361,18 @@ def walker_summary(
         "iteration": iteration,
         "checkpoint": f"{_folder_of(run, iteration)}/model_{iteration}.pt",
         "gait_record": _gait_record(run, gait_where),
-        "time_to_walk_s": round(minutes * 60.0, 1),
-        "first_passing": f"{_first_stage(first_run)}/model_{first_iteration}",
         "device": f"{prov.device_name} (driver {prov.driver_version})",
         "seeds_passing": sum(1 for v in seeds.values() if v["passed"]),
         "seeds": seeds,
+        "side_by_side": side_by_side,
     }
+    if alone:
+        measured = _time_to_walk(list(alone))
+        summary["alone"] = measured or {"time_to_walk_s": None, "first_passing": None,
+                                        "seed": alone[0].seed}  # fmt: skip
+        headline = measured or side_by_side
+    summary["time_to_walk_s"] = headline["time_to_walk_s"]
+    summary["first_passing"] = headline["first_passing"]
     if ci_gait_record is not None:
         summary["ci_gait_record"] = ci_gait_record
     return summary
@@ -367,13 +397,14 @@ def write_walker(
     results_root: str | Path | None = None,
     walker_at: tuple[int, int] | None = None,
     ci_gait_record: str | None = None,
+    alone: Sequence[SeedRun] = (),
 ) -> Path:
     """Write ``walker.json`` (:func:`walker_summary`) into the results folder, atomically; an
     existing one is kept: a published walker is replaced only by deleting it first."""
     path = _results_root(results_root) / WALKER_FILENAME
     if path.exists():
         raise FileExistsError(f"{path} exists: remove it first to publish another walker")
-    text = json.dumps(walker_summary(runs, walker_at, ci_gait_record), indent=2) + "\n"
+    text = json.dumps(walker_summary(runs, walker_at, ci_gait_record, alone), indent=2) + "\n"
     return records.atomic_write_text(path, text)
 
 
@@ -403,10 +434,11 @@ def walker_gait(
 def walker_card(walker_record: dict, results_root: str | Path | None = None) -> pd.DataFrame:
     """One row naming the published walker: recipe and task, checkpoint, its gait-test record
     with machine, date and size, how many training seeds pass, and the time to walk: minutes of
-    training to the recipe's first passing checkpoint (``first_passing``, which may be an
-    earlier one than the walker's), on a GPU shared by the seeds trained side by side."""
+    training to the recipe's first passing checkpoint (which may be an earlier one than the
+    walker's) with the seeds side by side on one GPU, and alone on one GPU once measured."""
     verdict, gait_record = walker_gait(walker_record, results_root)
     summary = gait_record.summary
+    side_by_side = walker_record["side_by_side"]
     row = {
         "recipe": walker_record["recipe"].upper(),
         "task": walker_record["task"],
@@ -417,10 +449,16 @@ def walker_card(walker_record: dict, results_root: str | Path | None = None) -> 
         "machine": tables.record_machine_text(gait_record),
         "date": gait_record.started_at[:10],
         "seeds passing": f"{walker_record['seeds_passing']} of {len(walker_record['seeds'])}",
-        f"minutes of training (GPU shared by {len(walker_record['seeds'])} seeds)": round(
-            walker_record["time_to_walk_s"] / 60.0, 1
+        f"time to walk, min ({side_by_side['seeds']} seeds side by side on one GPU)": round(
+            side_by_side["time_to_walk_s"] / 60.0, 1
         ),
     }
+    alone = walker_record.get("alone")
+    if alone is not None:
+        seconds = alone["time_to_walk_s"]
+        row["time to walk, min (alone on one GPU)"] = (
+            round(seconds / 60.0, 1) if seconds is not None else "no checkpoint passed"
+        )
     return pd.DataFrame([row]).set_index("recipe")
 
 
