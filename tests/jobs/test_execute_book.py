@@ -63,14 +63,21 @@ print("{banner}")
 ---
 tags: [remove-input]
 ---
-import json, os, time
+import json, os, pathlib, time
 from ipykernel.connect import get_connection_file
 start = time.time()
+# Both notebooks meet here before they sleep, so a kernel that starts late cannot make two
+# notebooks that ran at once look sequential; run one after the other, the first waits 60 s.
+pathlib.Path("{title}.started").touch()
+while len(list(pathlib.Path().glob("*.started"))) < 2 and time.time() - start < 60:
+    time.sleep(0.05)
+met = len(list(pathlib.Path().glob("*.started"))) == 2
 time.sleep({sleep})
 {extra}
 print(json.dumps({{"start": start, "end": time.time(), "cwd": os.getcwd(),
                   "omp": os.environ.get("OMP_NUM_THREADS"),
-                  "transport": json.load(open(get_connection_file()))["transport"]}}))
+                  "transport": json.load(open(get_connection_file()))["transport"],
+                  "met": met}}))
 ```
 """
 
@@ -171,6 +178,7 @@ def test_both_notebooks_run_at_once_in_their_folder_the_plain_pages_not_at_all(e
         # Unix sockets: kernels starting at once cannot take each other's TCP ports.
         assert runs[stem]["transport"] == "ipc"
     slow, quick = runs["01_slow"], runs["02_quick"]
+    assert slow["met"] and quick["met"], "one notebook ran without the other"
     assert slow["start"] < quick["end"] and quick["start"] < slow["end"], "they did not overlap"
     assert lines[0].startswith("execute: 2 of 2 notebooks to run, 2 at a time")
 
