@@ -68,7 +68,7 @@ BOOK_JOBS ?= 2
 PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?= -n $(PYTEST_WORKERS) $(if $(filter 0,$(PYTEST_WORKERS)),,--dist loadfile --no-loadscope-reorder) --durations=10
 
-.PHONY: help venv system-deps drive book test results chapter-times ci-times clean
+.PHONY: help venv system-deps drive book test results chapter-times ci-times shown-cells clean
 
 help:
 	@echo "make book         build the book (executes chapters; cached)"
@@ -77,6 +77,7 @@ help:
 	@echo "make results      regenerate run records under logs/"
 	@echo "make chapter-times  time every chapter in the ci profile on this machine (front page)"
 	@echo "make ci-times     time a cold bash .ci/run in a fresh clone, stage by stage (appendix)"
+	@echo "make shown-cells  run every chapter's shown cells alone, in order, as a reader types them"
 	@echo "make venv         create/update $(VENV)"
 	@echo "make system-deps  install Debian packages for rendering and browser tests"
 	@echo "make clean        remove _build and caches"
@@ -208,6 +209,13 @@ ci-times: venv
 	rm -rf $(CI_RUN_RECORD)
 	mv $(CI_RUN_RECORD).new $(CI_RUN_RECORD)
 	$(RUN) $(VENV)/bin/microduck records map
+
+# What a reader meets: every chapter's shown cells alone, in order, each chapter in a fresh
+# kernel (no hidden cell runs), in the ci profile unless MICRODUCK_PROFILE says otherwise; the
+# execution cache is left alone.
+shown-cells: venv system-deps
+	$(RUN) MICRODUCK_PROFILE=$${MICRODUCK_PROFILE:-ci} $(VENV)/bin/microduck execute-book \
+	  --jobs $(BOOK_JOBS) --shown-only
 
 clean:
 	rm -rf _build .pytest_cache book/_extra/media $(DRIVE_OUT)

@@ -28,12 +28,14 @@ import jupytext
 import pytest
 import yaml
 
+from mjlab_microduck.jobs import execute_book
+
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE_SRC = REPO / "codes" / "practices" / "amd" / "microduck-rl" / "src"
 HTML = REPO / "_build" / "html"
 IN_CI = bool(os.environ.get("CI"))
 
-HIDDEN_TAGS = {"remove-input", "remove-cell", "hide-input", "hide-cell"}
+HIDDEN_TAGS = execute_book.HIDDEN_TAGS
 
 # Whole words, case-insensitive. "lent" as a word only: "silent" and "excellent" are fine.
 FORBIDDEN_WORDS = re.compile(r"\b(lease[sd]?|leasing|lent|pending|loan(?:s|ed)?|rental)\b",

@@ -17,8 +17,10 @@ from pathlib import Path
 import jupytext
 import pytest
 
+from mjlab_microduck.jobs import execute_book
+
 REPO = Path(__file__).resolve().parents[2]
-HIDDEN_TAGS = {"remove-input", "remove-cell", "hide-input", "hide-cell"}
+HIDDEN_TAGS = execute_book.HIDDEN_TAGS
 # What IPython puts in every kernel's namespace.
 KERNEL_NAMES = {"display", "get_ipython", "In", "Out", "exit", "quit"}
 KNOWN = set(dir(builtins)) | KERNEL_NAMES

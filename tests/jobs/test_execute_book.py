@@ -232,6 +232,54 @@ def test_a_failing_notebook_is_recorded_failed_and_the_others_still_run(tmp_path
     assert cache.get_cached_project_nb(str((root / "notebooks" / "01_slow.md").resolve()))
 
 
+# A hidden cell binding a name, then a shown cell reading it: the whole notebook runs, but a
+# reader who types the shown cells gets a NameError.
+HIDDEN_THEN_SHOWN = """
+```{code-cell} ipython3
+---
+tags: [remove-cell]
+---
+answer_from_a_hidden_cell = 42
+```
+
+```{code-cell} ipython3
+print(answer_from_a_hidden_cell)
+```
+"""
+
+
+def test_shown_cells_are_the_code_cells_without_a_hiding_tag():
+    import nbformat
+
+    cells = [nbformat.v4.new_code_cell("a = 1", metadata={"tags": ["remove-input"]}),
+             nbformat.v4.new_markdown_cell("text"),
+             nbformat.v4.new_code_cell("b = a", metadata={"tags": ["hide-output"]}),
+             nbformat.v4.new_code_cell("c = b", metadata={"tags": ["hide-cell"]}),
+             nbformat.v4.new_code_cell("d = 2")]  # fmt: skip
+    nb = nbformat.v4.new_notebook(cells=cells)
+    assert [c.source for c in ex.shown_cells(nb).cells] == ["b = a", "d = 2"]
+    assert len(nb.cells) == 5  # a copy: the notebook itself is left whole
+
+
+@pytest.mark.slow
+def test_shown_only_runs_what_a_reader_types_and_leaves_the_cache_alone(tmp_path, capsys):
+    root = write_book(tmp_path / "book")
+    quick = root / "notebooks" / "02_quick.md"
+    quick.write_text(quick.read_text() + HIDDEN_THEN_SHOWN)
+    args = ["execute-book", "--root", str(root), "--shown-only", "--estimates", "None"]
+    assert main(args) == 1
+    out, err = capsys.readouterr()
+    assert "execute: 01_slow done" in out
+    assert "execute: 02_quick FAILED" in out and "NameError" in out
+    assert "answer_from_a_hidden_cell" in out
+    assert err.strip() == ("microduck execute-book: 02_quick failed; its shown cells do not run "
+                           "alone")  # fmt: skip
+    assert not (root / ex.DEFAULT_CACHE).exists()
+    # Run whole, the same notebook passes: the hidden cell binds the name first.
+    report = ex.execute(ex.ExecuteRequest(root=root, jobs=2, estimates=None), log=lambda _: None)
+    assert report.failed == [] and len(report.executed) == 2
+
+
 # ----------------------------------------------------------------------------- bad input
 
 

@@ -1,7 +1,8 @@
 """``microduck execute-book``: the options are the fields of
 :class:`~mjlab_microduck.jobs.execute_book.ExecuteRequest`. ``make book`` runs it before
-``jupyter-book build``; exit status 0 when every notebook has a cached execution afterwards, 1
-when one failed (its traceback printed), 2 on bad input (refused before anything runs)."""
+``jupyter-book build``; exit status 0 when every notebook has a cached execution afterwards
+(with ``--shown-only``: when every notebook's shown cells ran alone), 1 when one failed (its
+traceback printed), 2 on bad input (refused before anything runs)."""
 
 from __future__ import annotations
 
@@ -27,9 +28,10 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
             report = execute_book.execute(request, log=lambda line: print(line, flush=True))
         except execute_book.ExecuteError as err:  # found before the cache is touched
             return refuse(prog, err)
+        after = ("its shown cells do not run alone" if request.shown_only
+                 else "the build stops before the HTML")  # fmt: skip
         for outcome in report.failed:
-            print(f"{prog}: {outcome.stem} failed; the build stops before the HTML",
-                  file=sys.stderr)  # fmt: skip
+            print(f"{prog}: {outcome.stem} failed; {after}", file=sys.stderr)
         return 1 if report.failed else 0
 
     return run_command(prog, build, act)

@@ -23,6 +23,10 @@ runs the others, then reports the failures: ``make book`` stops before the HTML 
 The executor (the process holding the cache) is the only writer of the cache's database; the
 worker processes only run nbclient and hand the executed notebook back.
 
+With ``shown_only`` it checks what a reader meets instead: each notebook's shown cells alone
+(no ``remove-*``/``hide-*`` tag), in order, each notebook in a fresh kernel, the cache neither
+read nor written (``make shown-cells``).
+
 No-op cases: importing does nothing; jupyter-book, myst-nb and jupyter-cache are imported
 inside the functions.
 """
@@ -52,6 +56,10 @@ chapter 5 reuses chapter 4's finished ci run of the same request (``results.run_
 ``reuse_from``)."""
 
 
+HIDDEN_TAGS = frozenset({"remove-input", "remove-cell", "hide-input", "hide-cell"})
+"""Cell tags that keep a cell's code from the reader (removed, or folded away)."""
+
+
 class ExecuteError(ValueError):
     """The book cannot be executed as asked (no ``_toc.yml``, an unknown notebook, a cycle)."""
 
@@ -72,6 +80,9 @@ class ExecuteRequest:
     """more "NOTEBOOK:READS" pairs of stems (NOTEBOOK starts once READS has finished)"""
     force: bool = False
     """execute every notebook, even one whose code has a cached execution"""
+    shown_only: bool = False
+    """execute only each notebook's shown cells, in order, in a fresh kernel (what a reader
+    would type); the execution cache is neither read nor written"""
 
     def check(self) -> None:
         if self.jobs < 1:
@@ -300,10 +311,75 @@ def _stage(cache, notebook: Notebook):
     return cache.add_nb_to_project(str(notebook.path))
 
 
+def shown_cells(nb):
+    """A copy of ``nb`` holding only the code cells a reader sees (no tag of
+    :data:`HIDDEN_TAGS`), in order: what a reader would type into a fresh kernel."""
+    import copy
+
+    shown = copy.deepcopy(nb)
+    shown.cells = [c for c in nb.cells if c.cell_type == "code"
+                   and not HIDDEN_TAGS & set(c.get("metadata", {}).get("tags", []))]  # fmt: skip
+    return shown
+
+
+def _run_pool(
+    todo: list[str],
+    by_stem: Mapping[str, Notebook],
+    pick: Callable[[set[str], set[str]], str | None],
+    request: ExecuteRequest,
+    estimates: Mapping[str, float],
+    log: Callable[[str], None],
+    on_start: Callable[[Notebook], object],
+    on_done: Callable[[Notebook, str | None, float, str | None], None],
+) -> list[Outcome]:
+    """Run ``todo`` ``request.jobs`` at a time in fresh kernels, in the order ``pick`` gives;
+    ``on_start(notebook)`` returns the notebook to run, ``on_done(notebook, nb_json, seconds,
+    error)`` sees each as it finishes (nb_json None when the worker died)."""
+    import nbformat
+
+    threads = threads_per_kernel(request.jobs)
+    outcomes: list[Outcome] = []
+    finished: set[str] = set()
+    started: set[str] = set()
+    running: dict[futures.Future, tuple[str, float]] = {}
+    context = multiprocessing.get_context("spawn")
+    with futures.ProcessPoolExecutor(max_workers=request.jobs, mp_context=context) as pool:
+        while len(finished) < len(todo):
+            while len(running) < request.jobs:
+                stem = pick(finished, started)
+                if stem is None:
+                    break
+                notebook = by_stem[stem]
+                future = pool.submit(_execute_one, nbformat.writes(on_start(notebook)),
+                                     str(notebook.path.parent), notebook.timeout,
+                                     notebook.allow_errors, threads)  # fmt: skip
+                running[future] = (stem, time.monotonic())
+                started.add(stem)
+                expected = estimates.get(stem)
+                log(f"execute: {stem} started"
+                    + (f" (last recorded: {expected:.0f} s)" if expected else ""))  # fmt: skip
+            done, _ = futures.wait(running, return_when=futures.FIRST_COMPLETED)
+            for future in done:
+                stem, t0 = running.pop(future)
+                try:
+                    nb_json, seconds, error = future.result()
+                except Exception as err:  # the worker died: no notebook came back
+                    nb_json, seconds, error = None, time.monotonic() - t0, records.error_line(err)
+                on_done(by_stem[stem], nb_json, seconds, error)
+                if error is None:
+                    log(f"execute: {stem} done in {seconds:.1f} s")
+                else:
+                    log(f"execute: {stem} FAILED after {seconds:.1f} s\n{error}")
+                outcomes.append(Outcome(stem, round(seconds, 2), error))
+                finished.add(stem)
+    return outcomes
+
+
 def execute(
     request: ExecuteRequest, log: Callable[[str], None] = print, config: dict | None = None
 ) -> Report:
-    """Execute the book's notebooks that have no cached execution (see the module docstring)."""
+    """Execute the book's notebooks that have no cached execution (see the module docstring);
+    with ``request.shown_only``, every notebook's shown cells alone, the cache untouched."""
     import nbformat
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
@@ -321,70 +397,54 @@ def execute(
     unknown = sorted((set(given) | {d for ds in given.values() for d in ds}) - set(by_stem))
     if unknown:
         raise ExecuteError(f"--after names no notebook of the book: {', '.join(unknown)}")
-    cache = get_cache(str(root / request.cache))
     report = Report(jobs=request.jobs)
-    todo = []
-    for notebook in notebooks:
-        cached = None
-        if not request.force:
-            try:
-                cached = cache.match_cache_notebook(notebook.nb)
-            except KeyError:
-                cached = None
-        if cached is None:
-            todo.append(notebook.stem)
-        else:
-            report.cached.append(notebook.stem)
     estimates = estimates_from(root / request.estimates if request.estimates else None)
-    pick = schedule(todo, estimates, after)
-    threads = threads_per_kernel(request.jobs)
-    log(f"execute: {len(todo)} of {len(notebooks)} notebooks to run, {request.jobs} at a time"
-        + (f" ({threads} OpenMP thread(s) each)" if threads else "")
-        + (f"; cached: {', '.join(report.cached)}" if report.cached else ""))  # fmt: skip
     started_at = time.monotonic()
-    finished: set[str] = set()
-    started: set[str] = set()
-    running: dict[futures.Future, tuple[str, float]] = {}
-    context = multiprocessing.get_context("spawn")
-    with futures.ProcessPoolExecutor(max_workers=request.jobs, mp_context=context) as pool:
-        while len(finished) < len(todo):
-            while len(running) < request.jobs:
-                stem = pick(finished, started)
-                if stem is None:
-                    break
-                notebook = by_stem[stem]
-                record = _stage(cache, notebook)
-                NbProjectRecord.remove_tracebacks([record.pk], cache.db)
-                future = pool.submit(_execute_one, nbformat.writes(notebook.nb),
-                                     str(notebook.path.parent), notebook.timeout,
-                                     notebook.allow_errors, threads)  # fmt: skip
-                running[future] = (stem, time.monotonic())
-                started.add(stem)
-                expected = estimates.get(stem)
-                log(f"execute: {stem} started"
-                    + (f" (last recorded: {expected:.0f} s)" if expected else ""))  # fmt: skip
-            done, _ = futures.wait(running, return_when=futures.FIRST_COMPLETED)
-            for future in done:
-                stem, t0 = running.pop(future)
-                notebook = by_stem[stem]
+    if request.shown_only:
+        todo = [n.stem for n in notebooks if shown_cells(n.nb).cells]
+        log(f"execute: the shown cells of {len(todo)} notebooks, {request.jobs} at a time, "
+            "each in a fresh kernel; the execution cache is left alone")  # fmt: skip
+        report.executed = _run_pool(todo, by_stem, schedule(todo, estimates, after), request,
+                                    estimates, log, lambda n: shown_cells(n.nb),
+                                    lambda *_: None)  # fmt: skip
+    else:
+        cache = get_cache(str(root / request.cache))
+        todo = []
+        for notebook in notebooks:
+            cached = None
+            if not request.force:
                 try:
-                    nb_json, seconds, error = future.result()
-                except Exception as err:  # the worker died: no notebook came back
-                    nb_json, seconds, error = None, time.monotonic() - t0, records.error_line(err)
-                uri = str(notebook.path)
-                if error is None:
-                    cache.cache_notebook_bundle(
-                        CacheBundleIn(nbformat.reads(nb_json, as_version=4), uri,
-                                      data={"execution_seconds": seconds,
-                                            "execution_jobs": request.jobs}),
-                        check_validity=False, overwrite=True,
-                    )  # fmt: skip
-                    log(f"execute: {stem} done in {seconds:.1f} s")
-                else:
-                    NbProjectRecord.set_traceback(uri, error, cache.db)
-                    log(f"execute: {stem} FAILED after {seconds:.1f} s\n{error}")
-                report.executed.append(Outcome(stem, round(seconds, 2), error))
-                finished.add(stem)
+                    cached = cache.match_cache_notebook(notebook.nb)
+                except KeyError:
+                    cached = None
+            if cached is None:
+                todo.append(notebook.stem)
+            else:
+                report.cached.append(notebook.stem)
+        threads = threads_per_kernel(request.jobs)
+        log(f"execute: {len(todo)} of {len(notebooks)} notebooks to run, {request.jobs} at a time"
+            + (f" ({threads} OpenMP thread(s) each)" if threads else "")
+            + (f"; cached: {', '.join(report.cached)}" if report.cached else ""))  # fmt: skip
+
+        def stage(notebook: Notebook):
+            record = _stage(cache, notebook)
+            NbProjectRecord.remove_tracebacks([record.pk], cache.db)
+            return notebook.nb
+
+        def keep(notebook: Notebook, nb_json: str | None, seconds: float, error: str | None):
+            uri = str(notebook.path)
+            if error is None:
+                cache.cache_notebook_bundle(
+                    CacheBundleIn(nbformat.reads(nb_json, as_version=4), uri,
+                                  data={"execution_seconds": seconds,
+                                        "execution_jobs": request.jobs}),
+                    check_validity=False, overwrite=True,
+                )  # fmt: skip
+            else:
+                NbProjectRecord.set_traceback(uri, error, cache.db)
+
+        report.executed = _run_pool(todo, by_stem, schedule(todo, estimates, after), request,
+                                    estimates, log, stage, keep)  # fmt: skip
     report.wall_seconds = round(time.monotonic() - started_at, 2)
     total = sum(o.seconds for o in report.executed)
     log(f"execute: {len(report.executed)} notebooks in {report.wall_seconds:.0f} s of wall time "
