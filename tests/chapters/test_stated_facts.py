@@ -20,6 +20,12 @@ def prose(chapter: str) -> str:
     return re.sub(r"\s+", " ", (REPO / "notebooks" / chapter).read_text(encoding="utf-8"))
 
 
+def assert_stated(text: str, stated: list[str], complaint: str) -> None:
+    """Every fact of ``stated`` stands in ``text`` word for word; else ``complaint: [missing]``."""
+    missing = [fact for fact in stated if fact not in text]
+    assert missing == [], f"{complaint}: {missing}"
+
+
 def test_chapter_6_states_the_gait_rule_and_the_replay_protocol_as_the_code_has_them():
     from mjlab_microduck.analysis import acceptance, gait
     from mjlab_microduck.jobs import replay
@@ -42,8 +48,7 @@ def test_chapter_6_states_the_gait_rule_and_the_replay_protocol_as_the_code_has_
         f"{acceptance.MIN_FORWARD_VELOCITY_MPS:.3f} m/s",
         f"below {replay.FELL_TRUNK_Z_M:g} m or the upright proxy below {replay.FELL_UPRIGHT:g}",
     ]
-    missing = [fact for fact in stated if fact not in text]
-    assert missing == [], f"chapter 6 does not state these as the code has them: {missing}"
+    assert_stated(text, stated, "chapter 6 does not state these as the code has them")
 
 
 def test_chapter_4_states_the_recipes_and_their_published_runs_as_they_are():
@@ -94,8 +99,7 @@ def test_chapter_4_states_the_recipes_and_their_published_runs_as_they_are():
         f"at least {gait.MIN_YAW_RATIO:g} of its yaw rate",
         f"within {gait.MAX_STAND_DISPLACEMENT_M:g} m",
     ]
-    missing = [fact for fact in stated if fact not in text]
-    assert missing == [], f"chapter 4 does not state these as its code and records: {missing}"
+    assert_stated(text, stated, "chapter 4 does not state these as its code and records")
 
     # WALKER keeps FORWARD_TRACKING's rewards, and WALKER_HEADING WALKER's: the page names the
     # five things the recipe changes and says its rewards stay.
@@ -155,8 +159,7 @@ def test_chapter_6_states_its_other_rules_and_recorded_outcomes_as_they_are():
         f"move: {', '.join(still[:-1])} and {still[-1]} (no checkpoint goes further than "
         f"{preset_pages.STANDS_BELOW_M:g} m in 4 s)",
     ]
-    missing = [fact for fact in stated if fact not in text]
-    assert missing == [], f"chapter 6 does not state these as its code and records: {missing}"
+    assert_stated(text, stated, "chapter 6 does not state these as its code and records")
 
 
 def test_chapter_5_states_the_task_commands_curricula_and_recorded_resume_as_they_are():
@@ -188,8 +191,7 @@ def test_chapter_5_states_the_task_commands_curricula_and_recorded_resume_as_the
         f"loaded model_{resumed.config['resume_from_iteration']}.pt, ran iterations "
         f"{s['first_iteration']} to {s['last_iteration']} and ended with {s['last_checkpoint']}",
     ]
-    missing = [fact for fact in stated if fact not in text]
-    assert missing == [], f"chapter 5 does not state these as its code and records: {missing}"
+    assert_stated(text, stated, "chapter 5 does not state these as its code and records")
     first = results.published_run(results.RECIPE_RUN_500).record.summary
     assert s["episode_length_first"] < first["episode_length_last"] < s["episode_length_last"]
 
@@ -221,8 +223,7 @@ def test_chapter_5_states_what_the_walker_resumes_bought_as_their_records_have_i
         f"{narrow:g} rad/s raises that cost to {walker_resume.drift_cost(drift, narrow):.1%}",
         f"{more} more iterations per seed",
     ]
-    missing = [fact for fact in stated if fact not in text]
-    assert missing == [], f"chapter 5 does not state these as the walker's records: {missing}"
+    assert_stated(text, stated, "chapter 5 does not state these as the walker's records")
     assert len(runs) == 3 and more == 250
     findings = walker_resume.seed_findings(walker_resume.resume_table(runs), within)
     assert (findings["skills gained"] == "none").all() and "no seed gains a skill" in text
@@ -274,8 +275,7 @@ def test_chapter_3_states_the_recorded_smoke_runs_as_they_are():
         f"{small['episode_length_last'] * control_dt:.2f} s of simulated time",
         f"the reference's {ref_small['fell_over_last']:.2f} and {ref_large['fell_over_last']:.2f}",
     ]
-    missing = [fact for fact in stated if fact not in text]
-    assert missing == [], f"chapter 3 does not state these as its records: {missing}"
+    assert_stated(text, stated, "chapter 3 does not state these as its records")
 
 
 def test_chapter_1_states_the_recorded_h200_doctor_as_it_is():
@@ -292,8 +292,7 @@ def test_chapter_1_states_the_recorded_h200_doctor_as_it_is():
         f"{prov['versions']['warp']} from PyPI)",
         f"`mjlab graph capture` row reads `{capture['value']}` ({capture['detail']})",
     ]
-    missing = [fact for fact in stated if fact not in text]
-    assert missing == [], f"chapter 1 does not state these as its records: {missing}"
+    assert_stated(text, stated, "chapter 1 does not state these as its records")
 
 
 def test_chapter_10_states_the_recorded_pairs_as_they_are():
