@@ -218,10 +218,8 @@ def _microduck_env() -> dict:
     return dict(os.environ, MICRODUCK_PROFILE="ci", MICRODUCK_HEARTBEAT_S="2", PYTHONPATH=path)
 
 
-def _microduck(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    code = "from mjlab_microduck.cli import console_main; console_main()"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                          timeout=timeout, env=_microduck_env())  # fmt: skip
+# `microduck` in a fresh process, from this checkout's source.
+MICRODUCK = (sys.executable, "-c", "from mjlab_microduck.cli import console_main; console_main()")
 
 
 class Training:
@@ -233,9 +231,8 @@ class Training:
         self.logs, self.name = logs, name
         logs.mkdir(parents=True, exist_ok=True)
         self.out = logs / f"{name}.out"
-        code = "from mjlab_microduck.cli import console_main; console_main()"
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", code, "train", *self.ARGS, "--name", name,
+            [*MICRODUCK, "train", *self.ARGS, "--name", name,
              "--logs-root", str(logs), *extra],
             stdout=self.out.open("w"), stderr=subprocess.STDOUT, env=_microduck_env(),
             # A shell's background job starts with SIGINT ignored, and an ignored signal stays
@@ -343,10 +340,9 @@ def stopped() -> dict[str, Stopped]:
 
 
 def _kept_microduck(name: str, *args: str) -> subprocess.CompletedProcess:
-    """``_microduck(*args)`` made once per build, as the trainings it reads (suite_memo.run);
+    """``microduck *args`` made once per build, as the trainings it reads (suite_memo.run);
     ``name`` tells apart two identical command lines run at different moments."""
-    code = "from mjlab_microduck.cli import console_main; console_main()"
-    return suite_memo.run(name, [sys.executable, "-c", code, *args], env=_microduck_env())
+    return suite_memo.run(name, [*MICRODUCK, *args], env=_microduck_env())
 
 
 def _check_interrupted(run: Stopped, status: int, signal_name: str) -> records.RunRecord:
