@@ -9,8 +9,8 @@ contacts described in chapter 2. The few figures that decide between standing an
 a tuning preset (``tuning.py``); the default task uses ``FORWARD_TRACKING``.
 
 Left out on purpose (the book says why): the head-pose and body-pose commands, the
-turn-in-place envs, the actuator-model-specific randomisation and the self-collision term (only
-the soles collide in this model).
+actuator-model-specific randomisation and the self-collision term (only the soles collide in
+this model). Turn-in-place envs come with a preset that asks for them.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from mjlab_microduck.robot.constants import (
 )
 from mjlab_microduck.runs.names import TASK_ID, UNGUARDED_TASK_ID
 from mjlab_microduck.tasks import mdp as duck_mdp
+from mjlab_microduck.tasks import turning_command
 from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
 from mjlab_microduck.tasks.tuning import (
     CANDIDATE_PRESETS,
@@ -274,6 +275,12 @@ def _configure_commands(cfg: ManagerBasedRlEnvCfg, tuning: VelocityTuning) -> No
         ang_vel_z=tuning.commands.ang_vel_z_rad_s,
         heading=heading.target_range_rad if heading else None,
     )
+    if tuning.turn_in_place:
+        cfg.commands["twist"] = turning_command.with_turn_in_place(
+            twist,
+            tuning.turn_in_place.envs_fraction,
+            tuning.turn_in_place.min_turn_rate_rad_s,
+        )
 
 
 def _configure_events(cfg: ManagerBasedRlEnvCfg) -> None:
@@ -403,3 +410,5 @@ def _apply_play_overrides(cfg: ManagerBasedRlEnvCfg) -> None:
     twist.rel_standing_envs = 0.0
     # A replay holds the yaw rate it is given; the gait test switches heading envs on itself.
     twist.rel_heading_envs = 0.0
+    if isinstance(twist, turning_command.TurnInPlaceVelocityCommandCfg):
+        twist.rel_turn_in_place_envs = 0.0
