@@ -209,6 +209,7 @@ def test_each_task_reaches_its_presets_terms_and_nothing_else():
         (4.0, 0.15, 4.0, 0.3, 3.0, *omni))
     # The heading walker keeps WALKER's kernels and ranges; its command steers by heading.
     assert figures(f"{TASK_ID}-WalkerHeadingTuning") == figures(f"{TASK_ID}-WalkerTuning")
+    assert figures(f"{TASK_ID}-WalkerTurningTuning") == figures(f"{TASK_ID}-WalkerTuning")
     # The sharpened walker starts with WALKER's kernels; its curriculum narrows them later.
     assert figures(f"{TASK_ID}-WalkerSharpenedTuning") == figures(f"{TASK_ID}-WalkerTuning")
     # Each candidate changes forward tracking in what it names there, and in nothing else.
@@ -222,6 +223,9 @@ def test_each_task_reaches_its_presets_terms_and_nothing_else():
                              "standing_stages": tuning.UPSTREAM_STANDING, "kernel_stages": ()},
         "walker_heading": {"commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
                            "standing_stages": tuning.UPSTREAM_STANDING, "heading": None},
+        "walker_turning": {"commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
+                           "standing_stages": tuning.UPSTREAM_STANDING, "heading": None,
+                           "turn_in_place": None},
     }
     for preset in tuning.CANDIDATE_PRESETS:
         back = replace(preset, name="forward_tracking", **undo[preset.name])
