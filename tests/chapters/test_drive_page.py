@@ -46,7 +46,8 @@ RUN_S = 10.0
 STATE_JS = """
 const s = window.drive;
 return {simSeconds: s.simSeconds, wallSeconds: s.wallSeconds, computeSeconds: s.computeSeconds,
-        droppedSeconds: s.droppedSeconds, minLeadSeconds: s.minLeadSeconds, resets: s.resets,
+        droppedSeconds: s.droppedSeconds, stalledSeconds: s.stalledSeconds,
+        minLeadSeconds: s.minLeadSeconds, dtSeconds: s.robot.dt, resets: s.resets,
         log: s.log, label: s.about.label, readout: document.getElementById('cmd-vx').textContent,
         measured: document.getElementById('meas-vx').textContent};
 """
@@ -122,7 +123,7 @@ def test_walks_at_least_0_8_of_the_command_with_heading_held(fixed_run, record_p
 def test_keeps_real_time(fixed_run, record_property):
     s = fixed_run
     rtf = s["simSeconds"] / s["computeSeconds"]
-    for key in ("simSeconds", "wallSeconds", "computeSeconds", "droppedSeconds"):
+    for key in ("simSeconds", "wallSeconds", "computeSeconds", "droppedSeconds", "stalledSeconds"):
         record_property(f"drive_page_{key}", s[key])
     record_property("drive_page_real_time_factor", rtf)
     print(f"drive page: {s['simSeconds']:.2f} s simulated in {s['wallSeconds']:.2f} s of wall "
@@ -130,7 +131,10 @@ def test_keeps_real_time(fixed_run, record_property):
           f"(x{rtf:.1f})")  # fmt: skip
     assert s["simSeconds"] >= s["wallSeconds"]
     assert s["minLeadSeconds"] >= 0.0, "at some frame the simulation lagged the clock"
-    assert s["droppedSeconds"] == 0.0
+    # Time is dropped only where the browser gave the page no frame for longer than one frame
+    # can catch up (a loaded machine's stall, measured as stalledSeconds), never because
+    # stepping fell behind; one control step of slack for the frame timestamp's rounding.
+    assert s["droppedSeconds"] <= s["stalledSeconds"] + s["dtSeconds"]
     assert rtf > 1.0
 
 

@@ -124,11 +124,14 @@ async function main() {
   const state = (window.drive = {
     ready: false, spec, about, robot, log: [], resets: 0,
     simSeconds: 0, wallSeconds: 0, computeSeconds: 0, droppedSeconds: 0, minLeadSeconds: Infinity,
+    // Time the browser gave the page no frame beyond what one frame can catch up: a busy or
+    // sleeping tab, not a slow simulation. Dropped time never exceeds it when stepping keeps up.
+    stalledSeconds: 0,
   });
 
   let smooth = { vf: 0, vl: 0, wz: 0 };
   let cameraHeading = 0;
-  let start = 0; let simClock = 0;
+  let start = 0; let simClock = 0; let lastFrameEnd = null;
 
   function reset() {
     robot.reset(0, fixed ?? controls.value());
@@ -161,6 +164,10 @@ async function main() {
 
   async function frame(now) {
     const wall = (now - start) / 1000;
+    if (lastFrameEnd !== null) {
+      const idle = (now - lastFrameEnd) / 1000;
+      state.stalledSeconds += Math.max(0, idle - MAX_STEPS_PER_FRAME * robot.dt);
+    }
     let steps = 0;
     const t0 = performance.now();
     // Step until the simulation is at or past the wall clock: sim seconds >= wall seconds.
@@ -181,6 +188,7 @@ async function main() {
     cameraHeading += 0.05 * wrapToPi(robot.heading() - cameraHeading); // a camera that lags the turns
     view?.draw(data, [x[b], x[b + 1], x[b + 2]], cameraHeading);
     $('clock').textContent = `${simClock.toFixed(1)} s simulated, ${wall.toFixed(1)} s on the clock`;
+    lastFrameEnd = performance.now();
     requestAnimationFrame(frame);
   }
 
