@@ -65,7 +65,28 @@ def test_a_share_of_the_draws_turn_on_the_spot_and_never_steer_by_heading(turnin
     assert torch.allclose(term.vel_command_b[turning, 2], yaw_before)
 
 
-def test_with_no_share_it_draws_what_mjlab_draws():
+def test_with_no_share_the_config_keeps_the_twist_it_was_made_from():
     cfg = env_cfg_of_task(f"{TASK_ID}-WalkerHeadingTuning").commands["twist"]
     same = turning_command.with_turn_in_place(cfg, 0.0, 0.3)
     assert same.rel_turn_in_place_envs == 0.0 and same.ranges == cfg.ranges
+
+
+def test_with_no_share_it_draws_exactly_what_mjlab_draws(turning_env):
+    from mjlab.tasks.velocity.mdp.velocity_command import UniformVelocityCommand
+
+    term = turning_env.command_manager.get_term("twist")
+    ids = torch.arange(turning_env.num_envs)
+    share = term.cfg.rel_turn_in_place_envs
+    try:
+        term.cfg.rel_turn_in_place_envs = 0.0
+        torch.manual_seed(11)
+        term._resample_command(ids)
+        ours, next_ours = term.vel_command_b.clone(), torch.rand(3)
+        assert not term.is_turn_in_place_env.any()
+        torch.manual_seed(11)
+        UniformVelocityCommand._resample_command(term, ids)
+        assert torch.equal(term.vel_command_b, ours)
+        # and leaves the random stream where mjlab leaves it: the next draw is the same too
+        assert torch.equal(torch.rand(3), next_ours)
+    finally:
+        term.cfg.rel_turn_in_place_envs = share

@@ -42,6 +42,9 @@ class TurnInPlaceVelocityCommand(UniformVelocityCommand):
 
     def _resample_command(self, env_ids: torch.Tensor) -> None:
         super()._resample_command(env_ids)
+        self.is_turn_in_place_env[env_ids] = False
+        if self.cfg.rel_turn_in_place_envs <= 0.0:
+            return  # no draw either: the random stream stays mjlab's own
         draw = torch.rand(len(env_ids), device=self.device) < self.cfg.rel_turn_in_place_envs
         turning = draw & ~self.is_standing_env[env_ids]
         self.is_turn_in_place_env[env_ids] = turning
