@@ -16,9 +16,9 @@ from mjlab_microduck import compat
 compat.install_all()
 
 from mjlab.tasks.registry import list_tasks, register_mjlab_task
-from mjlab.tasks.velocity.rl import VelocityOnPolicyRunner
 
 from mjlab_microduck.tasks.rl_cfg import microduck_ppo_runner_cfg
+from mjlab_microduck.tasks.runner import AtomicSaveVelocityRunner
 from mjlab_microduck.tasks.symmetry import MirroredVelocityRunner
 from mjlab_microduck.tasks.velocity import (
     TASK_ID,
@@ -35,10 +35,11 @@ __all__ = ["TASK_ID", "UNGUARDED_TASK_ID", "UPSTREAM_TUNING_TASK_ID", "microduck
 if TASK_ID not in list_tasks():
     for task_id, preset in TUNING_OF_TASK.items():
         factory = partial(env_cfg_of_task, task_id)
+        runner = MirroredVelocityRunner if preset.mirror_symmetry else AtomicSaveVelocityRunner
         register_mjlab_task(
             task_id=task_id,
             env_cfg=factory(),
             play_env_cfg=factory(play=True),
             rl_cfg=microduck_ppo_runner_cfg(preset.init_action_std_rad),
-            runner_cls=MirroredVelocityRunner if preset.mirror_symmetry else VelocityOnPolicyRunner,
+            runner_cls=runner,
         )

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from mjlab.tasks.velocity.rl import VelocityOnPolicyRunner
+
+from mjlab_microduck.tasks.runner import AtomicSaveVelocityRunner
 
 if TYPE_CHECKING:
     import mujoco
@@ -306,8 +307,8 @@ SYMMETRY_CFG = {
 }
 
 
-class MirroredVelocityRunner(VelocityOnPolicyRunner):
-    """mjlab's velocity runner with rsl_rl's symmetry augmentation switched on."""
+class MirroredVelocityRunner(AtomicSaveVelocityRunner):
+    """The velocity runner (checkpoints saved whole) with rsl_rl's symmetry augmentation on."""
 
     def __init__(self, env, train_cfg: dict, *args, **kwargs):
         train_cfg["algorithm"]["symmetry_cfg"] = dict(SYMMETRY_CFG)
