@@ -301,3 +301,19 @@ def test_the_walker_card_names_its_run_machine_and_date(published):
 def test_a_walker_json_naming_a_missing_checkpoint_is_refused(tmp_path, published):
     with pytest.raises(FileNotFoundError, match="not published"):
         wr.walker_checkpoint(published, tmp_path)
+
+
+def test_turning_lever_runs_read_back_from_their_records():
+    runs = wr.seed_runs(recipe=wr.WALKER_TURNING)
+    assert [r.seed for r in runs] == list(wr.SEEDS)
+    for run in runs:
+        # every 50th checkpoint from 250 was tested as it was saved (the last one is model_799)
+        iterations = [it for it, _, _ in run.gait]
+        assert iterations[0] == 250
+        assert all(b - a in (49, 50) for a, b in zip(iterations, iterations[1:], strict=False))
+        assert run.stages[0][1].config["task"] == wr.WALKER_TURNING.task
+    passing = {r.seed: [it for it, v in r.verdicts.items() if v["passed"]] for r in runs}
+    first = {seed: its[0] for seed, its in passing.items() if its}
+    # a seed's first passing checkpoint is published slim, so a page can replay it
+    for seed, it in first.items():
+        assert runs[wr.SEEDS.index(seed)].checkpoint(it).is_file()

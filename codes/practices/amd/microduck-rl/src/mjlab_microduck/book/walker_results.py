@@ -46,6 +46,10 @@ WALKER_NARROW = Recipe(
 WALKER_HEADING = Recipe(
     "walker_heading", "Mjlab-Velocity-Flat-MicroDuck-WalkerHeadingTuning", ("main",)
 )
+# WALKER_TURNING: WALKER_HEADING plus turn-in-place envs (tasks/turning_command.py).
+WALKER_TURNING = Recipe(
+    "walker_turning", "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningTuning", ("main",)
+)
 WALKER_HEADING_ALONE = Recipe("walker_heading_alone", WALKER_HEADING.task, ("main",))
 """WALKER_HEADING's winning seed trained again alone on one GPU: its time to walk without
 sharing the GPU with the other seeds (``h200_walker_heading_alone_main_s<seed>``)."""
@@ -475,4 +479,3 @@ def seed_verdicts(walker_record: dict) -> pd.DataFrame:
         for seed, entry in walker_record["seeds"].items()
     }
     return pd.DataFrame(rows).T
-
