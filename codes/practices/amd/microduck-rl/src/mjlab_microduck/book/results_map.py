@@ -63,9 +63,8 @@ class ChapterRuns:
     note: str = ""
 
 
-def recipe_runs(
-    recipe: wr.Recipe, seeds: Sequence[int] = wr.SEEDS, kept: Sequence[str] = ()
-) -> tuple[str, ...]:
+def recipe_runs(recipe: wr.Recipe, seeds: Sequence[int] = wr.SEEDS,
+                kept: Sequence[str] = ()) -> tuple[str, ...]:
     """A walker recipe's folders: its training stages seed by seed, then its gait history (the
     summary record of its gait tests) and the gait tests ``kept`` whole beside it."""
     stages = tuple(wr.stage_folder(recipe, s, seed) for seed in seeds for s in recipe.stages)
@@ -180,8 +179,8 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
 
 UNREAD: Mapping[str, str] = {
     "h200_walker_turning_*": (
-        "the turn-in-place lever (WALKER_TURNING), three seeds to iteration 800 and their gait "
-        "tests: one seed passes from model_500; chapter 4 compares it once trained to 1000"
+        "the turn-in-place lever (WALKER_TURNING): its three seeds and their gait tests, read "
+        "by chapter 4 once the seeds have trained as long as WALKER_HEADING's"
     ),
 }
 """Folders (names or patterns) under ``book/results`` that no chapter reads, and why."""

@@ -479,3 +479,4 @@ def seed_verdicts(walker_record: dict) -> pd.DataFrame:
         for seed, entry in walker_record["seeds"].items()
     }
     return pd.DataFrame(rows).T
+
