@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -21,6 +22,12 @@ if str(TESTS) not in sys.path:
 from mjlab_microduck.compat import gl_backend  # noqa: E402
 
 gl_backend.choose_gl_backend()
+
+# A shell starts a background job (``make test &``, ``nohup``) with SIGINT ignored, and every
+# child inherits that: the tests that stop a job with SIGINT would fail for the shell's sake.
+# Python's own handler here means the suite's children start with SIGINT at its default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # What execnet can send from a pytest-xdist worker to the controller; anything else (a numpy

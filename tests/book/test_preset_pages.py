@@ -61,8 +61,11 @@ def test_outcome_text_tells_stands_steps_and_walks_apart():
 
 def test_preset_table_from_the_published_records():
     walker_record = wr.published_walker()
+    turning = wr.seed_runs(recipe=wr.WALKER_TURNING)
+    alone = [wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE)]
     table = preset_pages.preset_table(wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW),
-                                      walker_record=walker_record)  # fmt: skip
+                                      walker_record=walker_record, turning_runs=turning,
+                                      turning_alone=alone)  # fmt: skip
     assert list(table.index) == [p.name.upper() for p in preset_pages.TABLE_PRESETS]
     assert list(table.columns) == ["built on", "what it changed", "outcome"]
     assert table.loc["WALKER", "built on"] == "FORWARD_TRACKING"
@@ -77,9 +80,29 @@ def test_preset_table_from_the_published_records():
     assert heading["outcome"].startswith(
         f"walks: {walker_record['seeds_passing']} of its 3 seeds pass the whole gait test, "
         "the first at model_900 of seed 42")
-    # Without a published walker the recipe that passes has no row.
+    turning_row = table.loc["WALKER_TURNING"]
+    assert turning_row["built on"] == "WALKER_HEADING"
+    assert turning_row["what it changed"] == (
+        "turn-in-place envs: 15% of the draws that are not standing, yaw rate at least 0.3 rad/s")
+    # the outcome is read from the gait tests: seeds passing, the first, and the seed alone
+    passing = [r.seed for r in turning if wr.first_passing(r) is not None]
+    first_it, first_min = wr.first_passing(turning[wr.SEEDS.index(43)])
+    alone_it, alone_min = wr.first_passing(alone[0])
+    assert turning_row["outcome"] == (
+        f"passes in {len(passing)} of its 3 seeds by model_799: seed 43 from model_{first_it} "
+        f"({first_min:.1f} min, 3 trainings sharing the GPU); trained again alone, seed 43 "
+        f"from model_{alone_it} ({alone_min:.1f} min)")
+    # Without a published walker, or without the lever's runs, their rows are left out.
     without = preset_pages.preset_table(wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW))
-    assert "WALKER_HEADING" not in without.index and len(without) == len(table) - 1
+    assert {"WALKER_HEADING", "WALKER_TURNING"}.isdisjoint(without.index)
+    assert len(without) == len(table) - 2
+
+
+def test_a_lever_no_seed_passes_says_so_with_its_last_tested_checkpoint():
+    narrow = wr.seed_runs(recipe=wr.WALKER_NARROW)
+    last = max(int(r.progress()["iteration"].max()) for r in narrow)
+    assert preset_pages.lever_outcome(narrow) == (
+        f"no checkpoint of its 3 seeds passes the gait test by model_{last}")
 
 
 def test_candidate_table_lists_every_candidate_and_what_was_trained(tmp_path):

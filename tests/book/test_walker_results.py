@@ -317,3 +317,35 @@ def test_turning_lever_runs_read_back_from_their_records():
     # a seed's first passing checkpoint is published slim, so a page can replay it
     for seed, it in first.items():
         assert runs[wr.SEEDS.index(seed)].checkpoint(it).is_file()
+
+
+def test_time_to_walk_table_reads_the_first_passing_checkpoint_and_the_gpu_sharing():
+    heading = wr.seed_runs(recipe=wr.WALKER_HEADING)
+    turning = wr.seed_runs(recipe=wr.WALKER_TURNING)
+    alone = [wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE)]
+    table = wr.time_to_walk_table({"heading": heading, "turning": turning, "alone": alone})
+    assert list(table["trainings on the GPU"]) == [3, 3, 1]
+    # the heading row is the walker's own side-by-side figure
+    walker = wr.published_walker()
+    assert table.loc["heading", "first passing"] == walker["side_by_side"]["first_passing"]
+    assert table.loc["heading", "minutes from launch"] == round(
+        walker["side_by_side"]["time_to_walk_s"] / 60, 1)
+    # alone, an iteration is faster than with three trainings sharing the GPU
+    assert table.loc["alone", "s per iteration (median)"] < table.loc[
+        "turning", "s per iteration (median)"]
+    iteration, minutes = wr.first_passing(alone[0])
+    assert table.loc["alone", "first passing"] == (
+        f"h200_walker_turning_alone_main_s43/model_{iteration}")
+    assert table.loc["alone", "minutes from launch"] == round(minutes, 1)
+    # a group none of whose checkpoints passes has no first passing checkpoint
+    narrow = wr.time_to_walk_table({"narrow": wr.seed_runs(recipe=wr.WALKER_NARROW)})
+    assert narrow.loc["narrow", "first passing"] == "none"
+    assert narrow["minutes from launch"].isna().all()
+
+
+def test_the_seed_trained_alone_is_one_1000_iteration_run_gait_tested_every_50th():
+    run = wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE)
+    record = run.stages[0][1]
+    assert record.config["task"] == wr.WALKER_TURNING.task
+    assert record.config["num_envs"] == 4096 and record.summary["last_iteration"] == 999
+    assert [it for it, _, _ in run.gait] == [*range(300, 1000, 50), 999]

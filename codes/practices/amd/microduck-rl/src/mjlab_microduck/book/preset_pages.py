@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from mjlab_microduck.analysis import acceptance
+from mjlab_microduck.book import walker_results
 from mjlab_microduck.tasks import tuning
 
 BUILT_ON: dict[str, tuning.VelocityTuning | None] = {
@@ -26,7 +27,7 @@ BUILT_ON: dict[str, tuning.VelocityTuning | None] = {
     "stepping": tuning.BOOK, "forward_tracking": tuning.STEPPING,
     "forward_tracking_low_air": tuning.FORWARD_TRACKING,
     "walker": tuning.FORWARD_TRACKING, "walker_narrow": tuning.WALKER,
-    "walker_heading": tuning.WALKER,
+    "walker_heading": tuning.WALKER, "walker_turning": tuning.WALKER_HEADING,
 }  # fmt: skip
 """The preset each one was derived from (None: the upstream figures)."""
 LABELS = {
@@ -41,7 +42,7 @@ LABELS = {
 """How a changed numeric field reads in the table: its label and unit."""
 TABLE_PRESETS = (tuning.UPSTREAM, tuning.BOOK, tuning.GAIT_SLOW, tuning.STEPPING,
                  tuning.FORWARD_TRACKING, tuning.FORWARD_TRACKING_LOW_AIR, tuning.WALKER,
-                 tuning.WALKER_NARROW, tuning.WALKER_HEADING)  # fmt: skip
+                 tuning.WALKER_NARROW, tuning.WALKER_HEADING, tuning.WALKER_TURNING)  # fmt: skip
 STANDS_BELOW_M = 0.05
 """A preset whose largest 4 s displacement stays below this "stands"."""
 
@@ -85,6 +86,11 @@ def changes(preset: tuning.VelocityTuning) -> str:
             out.append(
                 f"mjlab's heading command in {new.envs_fraction:.0%} of the envs "
                 f"(stiffness {new.control_stiffness:g})"
+            )
+        elif f.name == "turn_in_place":
+            out.append(
+                f"turn-in-place envs: {new.envs_fraction:.0%} of the draws that are not "
+                f"standing, yaw rate at least {new.min_turn_rate_rad_s:g} rad/s"
             )
         elif f.name == "commands":
             out.append(f"commands {command_text(new)} (was {command_text(old)})")
@@ -150,24 +156,53 @@ def scale_outcomes(
     return outcomes
 
 
+def lever_outcome(runs: Sequence[Any], alone: Sequence[Any] = ()) -> str:
+    """The outcome of a lever tried on the recipe that passes: in how many of its seeds (each a
+    :class:`~mjlab_microduck.book.walker_results.SeedRun`) a checkpoint passes the gait test by
+    the last one tested, the first to pass and, for ``alone`` (a seed trained again alone on
+    the GPU), the first to pass there."""
+    first = walker_results.first_passing
+    last = max(int(run.progress()["iteration"].max()) for run in runs)
+    hits = {run.seed: hit for run in runs if (hit := first(run)) is not None}
+    if not hits:
+        return f"no checkpoint of its {len(runs)} seeds passes the gait test by model_{last}"
+    seed, (iteration, minutes) = min(hits.items(), key=lambda item: item[1][1])
+    text = (
+        f"passes in {len(hits)} of its {len(runs)} seeds by model_{last}: seed {seed} from "
+        f"model_{iteration} ({minutes:.1f} min, {len(runs)} trainings sharing the GPU)"
+    )
+    for run in alone:
+        hit = first(run)
+        text += (
+            f"; trained again alone, seed {run.seed} "
+            + (f"from model_{hit[0]} ({hit[1]:.1f} min)" if hit else "never passes")
+        )
+    return text
+
+
 def preset_table(
     walker_runs: Sequence[Any],
     narrow_runs: Sequence[Any],
     results_root: str | Path | None = None,
     walker_record: dict | None = None,
+    turning_runs: Sequence[Any] = (),
+    turning_alone: Sequence[Any] = (),
 ) -> pd.DataFrame:
     """One row per preset tried: built on, what it changed, and its outcome (the recipe that
     passes from ``walker_record``, the published ``walker.json``; its row is left out without
-    one)."""
+    one; the turn-in-place lever from ``turning_runs`` and ``turning_alone``
+    (:func:`lever_outcome`), its row left out without them)."""
     if results_root is None:
         from mjlab_microduck.book import results
 
         results_root = results.results_root()
     outcomes = acceptance.preset_outcomes(results_root)
     at_scale = scale_outcomes(len(walker_runs), len(narrow_runs), walker_record)
+    if turning_runs:
+        at_scale["walker_turning"] = lever_outcome(turning_runs, turning_alone)
     rows = []
     for p in TABLE_PRESETS:
-        if p is tuning.WALKER_HEADING and walker_record is None:
+        if p.name not in at_scale and p.name in ("walker_heading", "walker_turning"):
             continue
         parent = BUILT_ON[p.name]
         rows.append(

@@ -80,6 +80,8 @@ WALKER_NARROW_RUNS = recipe_runs(wr.WALKER_NARROW)
 WALKER_HEADING_RUNS = recipe_runs(
     wr.WALKER_HEADING, kept=("h200_walker_heading_gait_s42_model_999",)
 )
+WALKER_TURNING_RUNS = (*recipe_runs(wr.WALKER_TURNING),
+                       *recipe_runs(wr.WALKER_TURNING_ALONE, seeds=(43,)))  # fmt: skip
 WALKER_CI_GAIT = "cpu_walker_heading_gait_s42_model_999"
 """The published walker's gait test on a CPU at ci size (``walker.json``'s ``ci_gait_record``)."""
 
@@ -117,13 +119,15 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
     ),
     ChapterRuns(
         "notebooks/04_train_500", "The 500-iteration run",
-        (*ALL_PRESET_RUNS, *WALKER_RUNS, *WALKER_NARROW_RUNS, *WALKER_HEADING_RUNS, "bench_h200"),
+        (*ALL_PRESET_RUNS, *WALKER_RUNS, *WALKER_NARROW_RUNS, *WALKER_HEADING_RUNS,
+         *WALKER_TURNING_RUNS, "bench_h200"),
         "The recorded first stage (`results.RECIPE_RUN_500`) and its replay of `model_499.pt`; "
         "every preset's runs and protocol replays (`acceptance.preset_outcomes`), the "
-        "superseded ones as rows of summary records; the three walker recipes at scale "
+        "superseded ones as rows of summary records; the four walker recipes at scale "
         "(`walker_results.seed_runs`: their training stages, their gait histories and the "
-        "gait tests kept whole), the walker (`walker.json`); the benchmark's time per "
-        "iteration (`bench_h200/bench.csv`).",
+        "gait tests kept whole) and the turn-in-place lever's seed 43 trained again alone "
+        "(`walker_results.time_to_walk_table`), the walker (`walker.json`); the benchmark's "
+        "time per iteration (`bench_h200/bench.csv`).",
     ),
     ChapterRuns(
         "notebooks/05_resume_1500", "Resuming to 1500 updates",
@@ -177,12 +181,7 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
     ),
 )  # fmt: skip
 
-UNREAD: Mapping[str, str] = {
-    "h200_walker_turning_*": (
-        "the turn-in-place lever (WALKER_TURNING): its three seeds and their gait tests, read "
-        "by chapter 4 once the seeds have trained as long as WALKER_HEADING's"
-    ),
-}
+UNREAD: Mapping[str, str] = {}
 """Folders (names or patterns) under ``book/results`` that no chapter reads, and why."""
 
 

@@ -15,7 +15,7 @@ row per test and case; a test published both ways is read from its own folder.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +53,9 @@ WALKER_TURNING = Recipe(
 WALKER_HEADING_ALONE = Recipe("walker_heading_alone", WALKER_HEADING.task, ("main",))
 """WALKER_HEADING's winning seed trained again alone on one GPU: its time to walk without
 sharing the GPU with the other seeds (``h200_walker_heading_alone_main_s<seed>``)."""
+WALKER_TURNING_ALONE = Recipe("walker_turning_alone", WALKER_TURNING.task, ("main",))
+"""WALKER_TURNING's seed 43, the one seed of three to pass by iteration 800 side by side, trained
+again alone on one GPU for its time to walk (``h200_walker_turning_alone_main_s43``)."""
 WALKER_TASK = WALKER.task
 CANDIDATE_GAIT_TEST = "h200_walker_gait_s42_model_550"
 """The gait test of the walker recipe's candidate, kept whole beside the recipe's gait history:
@@ -294,11 +297,34 @@ def stage_table(runs: list[SeedRun]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("run")
 
 
+def time_to_walk_table(groups: Mapping[str, Sequence[SeedRun]]) -> pd.DataFrame:
+    """One row per group of runs that trained together on one GPU (label: its seeds): how many
+    trainings shared the GPU, their median wall seconds per iteration, and the passing
+    checkpoint reached first with the minutes from launch to it ("none" and NaN where no
+    checkpoint passes)."""
+    rows = []
+    for label, runs in groups.items():
+        first = _time_to_walk(list(runs))
+        record = runs[0].stages[0][1]
+        per_iteration = stage_table(list(runs))["s per iteration (median)"].median()
+        rows.append({
+            "runs": label,
+            "machine": tables.record_machine_text(record),
+            "date": record.started_at[:10],
+            "trainings on the GPU": len(runs),
+            "s per iteration (median)": round(float(per_iteration), 2),
+            "first passing": first["first_passing"] if first else "none",
+            "minutes from launch": round(first["time_to_walk_s"] / 60.0, 1) if first
+            else float("nan"),
+        })  # fmt: skip
+    return pd.DataFrame(rows).set_index("runs")
+
+
 class NoWalkerError(ValueError):
     """No gait-tested checkpoint of the recipe passes the whole test."""
 
 
-def _first_passing(run: SeedRun) -> tuple[int, float] | None:
+def first_passing(run: SeedRun) -> tuple[int, float] | None:
     """The iteration and minutes of ``run``'s first checkpoint passing the whole gait test."""
     progress = run.progress()
     passing = progress[progress["walker"] & (progress["failed_conditions"] == 0)]
@@ -309,7 +335,7 @@ def _first_passing(run: SeedRun) -> tuple[int, float] | None:
 
 def _time_to_walk(runs: list[SeedRun]) -> dict | None:
     """The passing checkpoint of ``runs`` reached first: its seconds of training and folder."""
-    hits = [(hit[1], run, hit[0]) for run in runs if (hit := _first_passing(run)) is not None]
+    hits = [(hit[1], run, hit[0]) for run in runs if (hit := first_passing(run)) is not None]
     if not hits:
         return None
     minutes, run, iteration = min(hits, key=lambda hit: hit[0])
@@ -336,7 +362,7 @@ def walker_summary(
     when no seed passes, ValueError when ``walker_at`` does not."""
     seeds = {}
     for run in runs:
-        hit, tested = _first_passing(run), int(len(run.progress()))
+        hit, tested = first_passing(run), int(len(run.progress()))
         seeds[str(run.seed)] = (
             {"passed": True, "first_passing": f"model_{hit[0]}", "minutes": round(hit[1], 3),
              "tested": tested} if hit is not None
