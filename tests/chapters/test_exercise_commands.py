@@ -1,7 +1,10 @@
-"""Every ``microduck`` command line quoted in a chapter's exercises parses as printed.
+"""Every ``microduck`` command line quoted in a chapter's exercises, or shown in a chapter's
+``bash`` block, parses as printed.
 
 Each one is read from the Exercises section of every chapter (inline code starting with
-``microduck``), its ``...`` placeholder replaced by a published checkpoint, and handed to the
+``microduck``) or from a fenced ``bash`` block (continuation lines joined), its ``...``
+placeholder replaced by a published checkpoint and a ``logs/<timestamp>_<name>`` run folder by
+a published run, and handed to the
 same tyro parser and ``check()`` its subcommand uses, without running it: a flag that does not
 exist, a value of the wrong type or a size the command refuses fails here (``--help`` cannot
 tell: tyro prints the help whatever else is on the line).
@@ -18,7 +21,10 @@ import tyro
 
 REPO = Path(__file__).resolve().parents[2]
 CHECKPOINT = REPO / "book/results/h200_walker_heading_main_s42/model_999.pt"
+RUN_FOLDER = REPO / "book/results/h200_walker_heading_main_s42"
 INLINE_COMMAND = re.compile(r"`(microduck [^`]+)`")
+FENCED_BASH = re.compile(r"```bash\n(.*?)```", re.S)
+RUN_PLACEHOLDER = re.compile(r"logs/<timestamp>_\S+")
 
 
 def exercise_commands() -> list[tuple[str, str]]:
@@ -30,6 +36,19 @@ def exercise_commands() -> list[tuple[str, str]]:
             continue
         exercises = re.sub(r"\n\s+", " ", text[start:])  # a command may wrap across lines
         found += [(path.name, m.group(1)) for m in INLINE_COMMAND.finditer(exercises)]
+    return found
+
+
+def fenced_commands() -> list[tuple[str, str]]:
+    """The ``microduck`` lines of every chapter's ``bash`` blocks whose subcommand
+    :func:`parser_of` knows (``microduck records ...`` has subcommands of its own)."""
+    found = []
+    for path in sorted((REPO / "notebooks").glob("*.md")):
+        for block in FENCED_BASH.findall(path.read_text(encoding="utf-8")):
+            for line in block.replace("\\\n", " ").splitlines():
+                words = line.split()
+                if words[:1] == ["microduck"] and words[1] != "records":
+                    found.append((path.name, " ".join(words)))
     return found
 
 
@@ -56,11 +75,19 @@ def test_the_exercises_quote_commands():
     assert {"train", "gait-test", "bench", "contact-check", "doctor"} <= quoted
 
 
-@pytest.mark.parametrize(("chapter", "line"), exercise_commands(), ids=lambda v: str(v)[:60])
+def test_the_chapters_show_the_walker_recipe_as_shell_commands():
+    shown = {line.split()[1] for chapter, line in fenced_commands() if chapter.startswith("04")}
+    assert {"train", "gait-watch"} <= shown
+
+
+@pytest.mark.parametrize(
+    ("chapter", "line"), exercise_commands() + fenced_commands(), ids=lambda v: str(v)[:60]
+)
 def test_an_exercise_command_parses_as_printed(chapter, line):
     from mjlab_microduck.cli._common import Refused, parse
     from mjlab_microduck.jobs import train
 
+    line = RUN_PLACEHOLDER.sub(str(RUN_FOLDER), line)
     words = shlex.split(line.replace("...", str(CHECKPOINT)))
     subcommand, argv = words[1], words[2:]
     # `microduck train` parses over a default request (run name "train"), as here.
