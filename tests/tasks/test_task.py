@@ -139,16 +139,21 @@ def test_the_gait_preset_observes_its_clock_and_standing_earns_half_its_reward()
         env.close()
 
 
-def test_the_sharpened_walker_narrows_both_kernels_at_iteration_300():
+@pytest.mark.parametrize(
+    ("preset_name", "narrowed"),
+    [("WALKER_SHARPENED", (0.15, 0.3)), ("WALKER_TURNING_SHARP", (0.15, math.sqrt(0.5)))],
+)
+def test_a_sharpened_walker_narrows_its_kernels_at_iteration_300(preset_name, narrowed):
+    """WALKER_SHARPENED narrows both kernels; WALKER_TURNING_SHARP only the linear one."""
+    from mjlab_microduck.tasks import tuning
     from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
-    from mjlab_microduck.tasks.tuning import WALKER_NARROW, WALKER_SHARPENED
 
-    env = _env(num_envs=2, tuning=WALKER_SHARPENED)
+    preset = getattr(tuning, preset_name)
+    env = _env(num_envs=2, tuning=preset)
     try:
         rewards = env.reward_manager
-        wide = [WALKER_SHARPENED.lin_vel_std_m_s, WALKER_SHARPENED.ang_vel_std_rad_s]
-        narrow = [WALKER_NARROW.lin_vel_std_m_s, WALKER_NARROW.ang_vel_std_rad_s]
-        for step, expected in ((299 * STEPS_PER_ENV, wide), (300 * STEPS_PER_ENV, narrow)):
+        wide = [tuning.WALKER.lin_vel_std_m_s, tuning.WALKER.ang_vel_std_rad_s]
+        for step, expected in ((299 * STEPS_PER_ENV, wide), (300 * STEPS_PER_ENV, narrowed)):
             env.common_step_counter = step
             env.curriculum_manager.compute(env_ids=torch.arange(2))
             widths = [

@@ -212,6 +212,7 @@ def test_each_task_reaches_its_presets_terms_and_nothing_else():
     assert figures(f"{TASK_ID}-WalkerTurningTuning") == figures(f"{TASK_ID}-WalkerTuning")
     # The sharpened walker starts with WALKER's kernels; its curriculum narrows them later.
     assert figures(f"{TASK_ID}-WalkerSharpenedTuning") == figures(f"{TASK_ID}-WalkerTuning")
+    assert figures(f"{TASK_ID}-WalkerTurningSharpTuning") == figures(f"{TASK_ID}-WalkerTuning")
     # Each candidate changes forward tracking in what it names there, and in nothing else.
     undo = {
         "forward_straight": {"ang_vel_std_rad_s": wide_yaw},
@@ -226,6 +227,9 @@ def test_each_task_reaches_its_presets_terms_and_nothing_else():
         "walker_turning": {"commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
                            "standing_stages": tuning.UPSTREAM_STANDING, "heading": None,
                            "turn_in_place": None},
+        "walker_turning_sharp": {"commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
+                                 "standing_stages": tuning.UPSTREAM_STANDING, "heading": None,
+                                 "turn_in_place": None, "kernel_stages": ()},
     }
     for preset in tuning.CANDIDATE_PRESETS:
         back = replace(preset, name="forward_tracking", **undo[preset.name])
