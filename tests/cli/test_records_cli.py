@@ -57,7 +57,7 @@ def world(tmp_path) -> Path:
 
 BAD = [
     ([], "Expected one of {schema, validate, verify, publish, chapter-times, ci-run, map, "
-         "drive-export, fold, fold-gait, retire}."),
+         "drive-export, fold, fold-gait, retire, collect}."),
     (["frobnicate"], "Unrecognized options: frobnicate"),
     (["validate"], "give at least one record file or run folder"),
     (["validate", "{t}/runs/ok", "{t}/missing"], "{t}/missing: no record there"),

@@ -13,6 +13,8 @@
 # Everything is started detached (setsid): the script returns at once and prints where the
 # logs are. OUT_DIR/runs holds the training runs, OUT_DIR/gait the gait tests, OUT_DIR/*.log
 # each process's output. Bad input: one line, exit 2, nothing started or created.
+# `microduck records collect OUT_DIR DEST --prefix h200_<recipe>` copies the publishable part
+# (slim checkpoints, finished gait tests) while it runs.
 set -euo pipefail
 if [ $# -lt 3 ]; then sed -n '2,/^set -/{/^set -/!p;}' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; fi
 TASK=$1; ITERS=$2; OUT=$3; shift 3

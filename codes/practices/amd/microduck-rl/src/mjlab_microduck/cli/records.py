@@ -11,7 +11,8 @@ which runs" section of ``book/results/README.md`` from the records; ``ci-run`` t
 export of the book's checkpoint where the drive page reads it; ``fold`` and ``fold-gait`` fold
 superseded runs into one summary record (``mjlab_microduck.runs.folds``), a gait test's verdict
 as one row per case, and with ``--retire`` remove the folders it replaces; ``retire`` removes
-files no page reads from a published run, naming them in its record's notes.
+files no page reads from a published run, naming them in its record's notes; ``collect`` copies
+the publishable part of a multi-seed GPU run while it runs (``mjlab_microduck.jobs.collect``).
 
 Exit status: 0 when everything checked is fine, 1 when a record is invalid, changed or stale,
 2 for bad input (a path that names no record, a run that cannot be published, an output that
@@ -151,6 +152,7 @@ class Map:
 
 def _subcommands():
     from mjlab_microduck.jobs.ci_run import CiRunRequest
+    from mjlab_microduck.jobs.collect import CollectRequest
 
     return Union[  # noqa: UP007  (tyro reads the Union's members as subcommands)
         Annotated[Schema, tyro.conf.subcommand("schema")],
@@ -164,6 +166,7 @@ def _subcommands():
         Annotated[Fold, tyro.conf.subcommand("fold")],
         Annotated[FoldGait, tyro.conf.subcommand("fold-gait")],
         Annotated[Retire, tyro.conf.subcommand("retire")],
+        Annotated[CollectRequest, tyro.conf.subcommand("collect")],
     ]
 
 
@@ -341,6 +344,19 @@ def _ci_run(request: CiRunRequest, prog: str) -> int:
     return 0
 
 
+def _collect(request, prog: str) -> int:
+    from mjlab_microduck.jobs import collect
+
+    try:
+        added = collect.collect(request.check())
+    except (OSError, ValueError) as err:  # a bad request, a record that does not load
+        return refuse(prog, err)
+    for line in added:
+        print(line)
+    print(f"{request.dest}: {len(added)} added")
+    return 0
+
+
 def _fold(request: Fold, prog: str) -> int:
     import shutil
 
@@ -431,7 +447,7 @@ def main(argv: list[str] | None = None, prog: str = "microduck records") -> int:
             raise Refused(f"--stale-after {command.stale_after}: must be more than 0 seconds")
         if isinstance(command, Fold) and len(command.sources) < 2:
             raise Refused("give the run folders to fold, then the folder to write")
-    except Refused as err:
+    except (Refused, ValueError) as err:  # ValueError: a request's own check()
         return refuse(prog, err)
     if isinstance(command, Fold):
         return _fold(command, prog)
@@ -447,6 +463,10 @@ def main(argv: list[str] | None = None, prog: str = "microduck records") -> int:
 
     if isinstance(command, CiRunRequest):
         return _ci_run(command, prog)
+    from mjlab_microduck.jobs.collect import CollectRequest
+
+    if isinstance(command, CollectRequest):
+        return _collect(command, prog)
     if isinstance(command, Map):
         return _map(command, prog)
     if isinstance(command, DriveExport):
