@@ -40,10 +40,11 @@ def exercise_commands() -> list[tuple[str, str]]:
 
 
 def fenced_commands() -> list[tuple[str, str]]:
-    """The ``microduck`` lines of every chapter's ``bash`` blocks whose subcommand
+    """The ``microduck`` lines of every chapter's and appendix's ``bash`` blocks whose subcommand
     :func:`parser_of` knows (``microduck records ...`` has subcommands of its own)."""
     found = []
-    for path in sorted((REPO / "notebooks").glob("*.md")):
+    pages = sorted((REPO / "notebooks").glob("*.md")) + sorted((REPO / "book").glob("*.md"))
+    for path in pages:
         for block in FENCED_BASH.findall(path.read_text(encoding="utf-8")):
             for line in block.replace("\\\n", " ").splitlines():
                 words = line.split()
