@@ -29,6 +29,7 @@ from mjlab_microduck.jobs.train import (
     find_mjlab_log_dir,
     list_checkpoints,
     publish,
+    rollout_steps,
     run,
     slim_checkpoint,
 )
@@ -156,6 +157,20 @@ def test_run_writes_checkpoints_events_and_an_ok_record(first, runs_root):
     shown = "".join(stream.lines)
     assert "Learning iteration 0/2" in shown and "Learning iteration 1/2" in shown
     assert "Learning iteration 1/2" in (run_dir / TRAIN_LOG).read_text()
+
+
+def test_the_record_counts_the_rollout_the_runner_used(first, tmp_path):
+    run_dir, record, _ = first
+    # the default task's rollout, as mjlab saved the runner's configuration
+    assert rollout_steps(find_mjlab_log_dir(run_dir)) == STEPS_PER_ENV
+    assert record.config["steps_per_env"] == STEPS_PER_ENV
+    # a preset with a shorter rollout records it before the run, from its task
+    short = TrainRequest(name="s", task=f"{TASK_ID}-WalkerTurningShortTuning")
+    assert train.record_config(short)["steps_per_env"] == 12
+    # an agent.yaml without the key, or none at all, says nothing
+    (tmp_path / "params").mkdir()
+    (tmp_path / "params" / "agent.yaml").write_text("seed: 1\nnum_steps_per_env_x: 3\n")
+    assert rollout_steps(tmp_path) is None and rollout_steps(tmp_path / "nowhere") is None
 
 
 @pytest.mark.slow

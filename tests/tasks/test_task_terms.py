@@ -32,6 +32,22 @@ def test_curricula_are_counted_in_env_steps_of_24_per_iteration():
     assert action_rate_stages(BOOK)[-1] == {"step": 1000 * 24, "weight": -0.2}
 
 
+def test_a_preset_with_a_shorter_rollout_counts_its_curricula_in_its_own_iterations():
+    from mjlab.tasks.registry import load_rl_cfg
+
+    from mjlab_microduck.tasks.tuning import WALKER_TURNING, WALKER_TURNING_SHORT
+    from mjlab_microduck.tasks.velocity import TASK_ID
+
+    assert WALKER_TURNING_SHORT.steps_per_env == 12
+    # the same stages, by iteration: 12 env steps per iteration instead of 24
+    assert action_rate_stages(WALKER_TURNING_SHORT)[1] == {"step": 500 * 12, "weight": -0.15}
+    assert action_rate_stages(WALKER_TURNING)[1] == {"step": 500 * 24, "weight": -0.15}
+    assert standing_stages(WALKER_TURNING_SHORT)[1] == {"step": 1000 * 12, "fraction": 0.15}
+    # and its runner collects that many steps per env and iteration
+    assert load_rl_cfg(f"{TASK_ID}-WalkerTurningShortTuning").num_steps_per_env == 12
+    assert load_rl_cfg(f"{TASK_ID}-WalkerTurningTuning").num_steps_per_env == 24
+
+
 def test_the_narrow_walker_changes_only_kernels_and_standing_envs():
     assert standing_stages(WALKER)[0] == {"step": 0, "fraction": 0.02}
     assert standing_stages(WALKER_NARROW)[0] == {"step": 0, "fraction": 0.10}
@@ -213,6 +229,7 @@ def test_each_task_reaches_its_presets_terms_and_nothing_else():
     # The sharpened walker starts with WALKER's kernels; its curriculum narrows them later.
     assert figures(f"{TASK_ID}-WalkerSharpenedTuning") == figures(f"{TASK_ID}-WalkerTuning")
     assert figures(f"{TASK_ID}-WalkerTurningSharpTuning") == figures(f"{TASK_ID}-WalkerTuning")
+    assert figures(f"{TASK_ID}-WalkerTurningShortTuning") == figures(f"{TASK_ID}-WalkerTuning")
     # Each candidate changes forward tracking in what it names there, and in nothing else.
     undo = {
         "forward_straight": {"ang_vel_std_rad_s": wide_yaw},
@@ -230,6 +247,9 @@ def test_each_task_reaches_its_presets_terms_and_nothing_else():
         "walker_turning_sharp": {"commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
                                  "standing_stages": tuning.UPSTREAM_STANDING, "heading": None,
                                  "turn_in_place": None, "kernel_stages": ()},
+        "walker_turning_short": {"commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
+                                 "standing_stages": tuning.UPSTREAM_STANDING, "heading": None,
+                                 "turn_in_place": None, "steps_per_env": 24},
     }
     for preset in tuning.CANDIDATE_PRESETS:
         back = replace(preset, name="forward_tracking", **undo[preset.name])

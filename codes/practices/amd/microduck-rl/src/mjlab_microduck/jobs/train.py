@@ -425,6 +425,17 @@ def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
     return run_dir, record
 
 
+_ROLLOUT_RE = re.compile(r"^num_steps_per_env:\s*(\d+)\s*$", re.MULTILINE)
+
+
+def rollout_steps(log_dir: Path) -> int | None:
+    """The rollout length per env the runner trained with, from the ``params/agent.yaml`` mjlab
+    writes into its log folder; None when that file (or the key) is not there."""
+    agent_yaml = Path(log_dir) / "params" / "agent.yaml"
+    found = _ROLLOUT_RE.search(agent_yaml.read_text()) if agent_yaml.is_file() else None
+    return int(found.group(1)) if found else None
+
+
 def record_config(request: TrainRequest) -> dict:
     """What a run's record keeps as its config: the request, the preset's figures and the
     ranks. Two requests that train the same thing on the same machine give equal configs."""
@@ -432,6 +443,7 @@ def record_config(request: TrainRequest) -> dict:
     from mjlab_microduck.tasks.velocity import TUNING_OF_TASK
 
     tuning = TUNING_OF_TASK.get(request.task)
+    steps_per_env = tuning.steps_per_env if tuning else STEPS_PER_ENV
     resume = Path(request.resume_from) if request.resume_from else None
     continues = run_of_checkpoint(resume) if resume else None
     return {
@@ -442,7 +454,7 @@ def record_config(request: TrainRequest) -> dict:
         "iterations": request.iterations,
         "seed": {"env": request.seed, "agent": request.seed},
         "save_interval": request.save_interval,
-        "steps_per_env": STEPS_PER_ENV,
+        "steps_per_env": steps_per_env,
         "device": request.device,
         "resume_from": str(resume) if resume else None,
         "resume_from_iteration": checkpoint_iteration(resume) if resume else None,
@@ -460,8 +472,6 @@ def _train(
     request: TrainRequest, run_dir: Path, command: list[str], record: records.RunRecord, stream
 ) -> records.RunRecord:
     """The run itself, from staging the resume to the ok record (not yet written)."""
-    from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
-
     if request.resume_from is not None:
         _stage_resume(run_dir, Path(request.resume_from).resolve(), request.device)
     env = dict(os.environ, WANDB_MODE="offline", GIT_PYTHON_REFRESH="quiet")
@@ -479,12 +489,15 @@ def _train(
     checkpoints = list_checkpoints(log_dir)
     if not checkpoints:
         raise RuntimeError(f"{log_dir}: training wrote no checkpoint")
-    summary = summarize(scalars, request.num_envs, STEPS_PER_ENV)
+    # The rollout the runner used (an extra argument may override the task's), as mjlab saved it.
+    steps_per_env = rollout_steps(log_dir) or int(record.config["steps_per_env"])
+    summary = summarize(scalars, request.num_envs, steps_per_env)
     summary["checkpoints"] = ",".join(p.name for p in checkpoints)
     summary["last_checkpoint"] = checkpoints[-1].name
     return record.model_copy(
         update={
             "status": "ok",
+            "config": {**record.config, "steps_per_env": steps_per_env},
             "summary": summary,
             "scalars_csv": records.SCALARS_FILENAME,
             "artifacts": [

@@ -3,15 +3,19 @@
 from mjlab.rl import RslRlModelCfg, RslRlOnPolicyRunnerCfg, RslRlPpoAlgorithmCfg
 
 from mjlab_microduck.runs.names import EXPERIMENT_NAME
+from mjlab_microduck.tasks.tuning import DEFAULT_STEPS_PER_ENV
 
 __all__ = ["EXPERIMENT_NAME", "STEPS_PER_ENV", "microduck_ppo_runner_cfg"]
-STEPS_PER_ENV = 24
+STEPS_PER_ENV = DEFAULT_STEPS_PER_ENV
 
 
-def microduck_ppo_runner_cfg(init_std: float = 1.0) -> RslRlOnPolicyRunnerCfg:
+def microduck_ppo_runner_cfg(
+    init_std: float = 1.0, steps_per_env: int = STEPS_PER_ENV
+) -> RslRlOnPolicyRunnerCfg:
     """The upstream MicroDuck hyperparameters; observation normalisation on for both networks.
 
-    ``init_std`` is the policy's initial action std (the task's tuning preset sets it).
+    ``init_std`` is the policy's initial action std and ``steps_per_env`` its rollout length
+    (the task's tuning preset sets both).
     """
     return RslRlOnPolicyRunnerCfg(
         actor=RslRlModelCfg(
@@ -46,6 +50,6 @@ def microduck_ppo_runner_cfg(init_std: float = 1.0) -> RslRlOnPolicyRunnerCfg:
         experiment_name=EXPERIMENT_NAME,
         logger="tensorboard",
         save_interval=100,
-        num_steps_per_env=STEPS_PER_ENV,
+        num_steps_per_env=steps_per_env,
         max_iterations=1500,
     )

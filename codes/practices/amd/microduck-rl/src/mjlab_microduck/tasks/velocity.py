@@ -49,7 +49,6 @@ from mjlab_microduck.robot.constants import (
 from mjlab_microduck.runs.names import TASK_ID, UNGUARDED_TASK_ID
 from mjlab_microduck.tasks import mdp as duck_mdp
 from mjlab_microduck.tasks import turning_command
-from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
 from mjlab_microduck.tasks.tuning import (
     CANDIDATE_PRESETS,
     COMPARED_PRESETS,
@@ -77,15 +76,16 @@ COLLAPSED_MIN_HEIGHT_ABOVE_FEET_M = 0.05
 FELL_OVER_LIMIT_DEG = 70.0
 
 
-def _iteration(it: int) -> int:
-    """Curricula count env steps per env; the book speaks in PPO iterations."""
-    return it * STEPS_PER_ENV
+def _iteration(it: int, tuning: VelocityTuning) -> int:
+    """Curricula count env steps per env; the book speaks in PPO iterations of the preset's
+    rollout length."""
+    return it * tuning.steps_per_env
 
 
 def standing_stages(tuning: VelocityTuning) -> list[duck_mdp.StandingStage]:
     """The preset's standing-env schedule in env steps, as ``raise_standing_fraction`` takes it."""
     return [
-        {"step": _iteration(stage.iteration), "fraction": stage.fraction}
+        {"step": _iteration(stage.iteration, tuning), "fraction": stage.fraction}
         for stage in tuning.standing_stages
     ]
 
@@ -93,7 +93,7 @@ def standing_stages(tuning: VelocityTuning) -> list[duck_mdp.StandingStage]:
 def action_rate_stages(tuning: VelocityTuning) -> list[dict]:
     """The preset's penalty ramp in the form of mjlab's ``reward_curriculum``."""
     return [
-        {"step": _iteration(stage.iteration), "weight": stage.weight}
+        {"step": _iteration(stage.iteration, tuning), "weight": stage.weight}
         for stage in tuning.action_rate_stages
     ]
 
@@ -102,15 +102,14 @@ def kernel_curricula(tuning: VelocityTuning) -> dict[str, list[dict]]:
     """The preset's later kernel widths per tracking reward, as ``reward_curriculum`` stages."""
     if not tuning.kernel_stages:
         return {}
+
+    def stage_at(stage, std: float) -> dict:
+        return {"step": _iteration(stage.iteration, tuning), "params": {"std": std}}
+
+    stages = tuning.kernel_stages
     return {
-        "track_linear_velocity": [
-            {"step": _iteration(stage.iteration), "params": {"std": stage.lin_vel_std_m_s}}
-            for stage in tuning.kernel_stages
-        ],
-        "track_angular_velocity": [
-            {"step": _iteration(stage.iteration), "params": {"std": stage.ang_vel_std_rad_s}}
-            for stage in tuning.kernel_stages
-        ],
+        "track_linear_velocity": [stage_at(st, st.lin_vel_std_m_s) for st in stages],
+        "track_angular_velocity": [stage_at(st, st.ang_vel_std_rad_s) for st in stages],
     }
 
 
