@@ -449,26 +449,13 @@ def main(argv: list[str] | None = None, prog: str = "microduck records") -> int:
             raise Refused("give the run folders to fold, then the folder to write")
     except (Refused, ValueError) as err:  # ValueError: a request's own check()
         return refuse(prog, err)
-    if isinstance(command, Fold):
-        return _fold(command, prog)
-    if isinstance(command, Retire):
-        return _retire(command, prog)
-    if isinstance(command, Schema):
-        return _schema(command, prog)
-    if isinstance(command, Publish):
-        return _publish(command, prog)
-    if isinstance(command, ChapterTimes):
-        return _chapter_times(command, prog)
     from mjlab_microduck.jobs.ci_run import CiRunRequest
-
-    if isinstance(command, CiRunRequest):
-        return _ci_run(command, prog)
     from mjlab_microduck.jobs.collect import CollectRequest
 
-    if isinstance(command, CollectRequest):
-        return _collect(command, prog)
-    if isinstance(command, Map):
-        return _map(command, prog)
-    if isinstance(command, DriveExport):
-        return _drive_export(command, prog)
+    handlers = {Fold: _fold, Retire: _retire, Schema: _schema, Publish: _publish,
+                ChapterTimes: _chapter_times, CiRunRequest: _ci_run, CollectRequest: _collect,
+                Map: _map, DriveExport: _drive_export}  # fmt: skip  (FoldGait is a Fold)
+    for kind, handler in handlers.items():
+        if isinstance(command, kind):
+            return handler(command, prog)
     return _check(command.paths, command if isinstance(command, Verify) else None)
