@@ -8,6 +8,7 @@ from pathlib import Path
 
 import nbformat as nbf
 import pytest
+from book_fakes import MYST_FRONT_MATTER
 
 from mjlab_microduck.cli import main
 from mjlab_microduck.jobs import book_build
@@ -16,17 +17,7 @@ from mjlab_microduck.runtime import provenance
 
 CPU = "Test CPU 9000"
 JUPYTEXT = {"name": "jupytext", "type": "plugin"}
-HEADER = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-
+HEADER = MYST_FRONT_MATTER + """
 # {title}
 
 ```{{code-cell}} ipython3

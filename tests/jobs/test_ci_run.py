@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from book_fakes import MYST_FRONT_MATTER
 
 from mjlab_microduck.cli import main
 from mjlab_microduck.jobs import ci_run
@@ -67,17 +68,7 @@ def test_quick():
 def test_skipped():
     pass
 """
-CHAPTER = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-
+CHAPTER = MYST_FRONT_MATTER + """
 # {name}
 
 ```{{code-cell}} ipython3

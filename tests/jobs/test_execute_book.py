@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from book_fakes import MYST_FRONT_MATTER
 
 from mjlab_microduck.cli import main
 from mjlab_microduck.jobs import book_build
@@ -38,17 +39,7 @@ chapters:
   - file: notebooks/02_quick
   - file: notebooks/03_plain
 """
-NOTEBOOK = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-
+NOTEBOOK = MYST_FRONT_MATTER + """
 # {title}
 
 :::{{note}}
