@@ -39,7 +39,7 @@ def out(tmp_path):
     out = tmp_path / "side_by_side"
     for seed in (42, 43):
         run = run_fakes.train_run(out / collect.RUNS_DIR, f"20260102T030405Z_walker_s{seed}",
-                                  iterations=(250, 300, 350), config={"seed": seed},
+                                  iterations=(250, 300, 350), config={"seed": {"env": seed, "agent": seed}},
                                   scalars_csv=records.SCALARS_FILENAME)  # fmt: skip
         (run / records.SCALARS_FILENAME).write_text("iteration,wall_time\n0,0.0\n")
         (run / LOG_DIR / "events.out.tfevents.1").write_bytes(b"\0" * 64)
@@ -85,7 +85,7 @@ def test_collect_copies_what_is_published_and_nothing_twice(out, tmp_path):
 def test_a_torn_checkpoint_waits_for_the_next_call(tmp_path):
     out = tmp_path / "run"
     run_fakes.train_run(out / collect.RUNS_DIR, "20260102T030405Z_walker_s44", iterations=(300,),
-                        torn=350, config={"seed": 44})  # fmt: skip
+                        torn=350, config={"seed": {"env": 44, "agent": 44}})  # fmt: skip
     dest = tmp_path / "collected"
     added = collect.collect(collect.CollectRequest(out, dest, prefix="h200_walker"))
     assert added == ["20260102T030405Z_walker_s44: slim model_300.pt"]

@@ -94,7 +94,7 @@ def collect(request: CollectRequest) -> list[str]:
     done: list[str] = []
     runs = {}
     for run, record in records.find_records(out / RUNS_DIR):
-        runs[run.resolve()] = int(record.config["seed"])
+        runs[run.resolve()] = int(record.config["seed"]["env"])  # as train.record_config
         done += _copy_run(run, dest / RUNS_DIR / run.name, request.slim_from)
     for test, record in records.find_records(out / GAIT_DIR):
         if record.status != "ok":
