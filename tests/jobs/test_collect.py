@@ -39,7 +39,8 @@ def out(tmp_path):
     out = tmp_path / "side_by_side"
     for seed in (42, 43):
         run = run_fakes.train_run(out / collect.RUNS_DIR, f"20260102T030405Z_walker_s{seed}",
-                                  iterations=(250, 300, 350), config={"seed": {"env": seed, "agent": seed}},
+                                  iterations=(250, 300, 350),
+                                  config={"seed": {"env": seed, "agent": seed}},
                                   scalars_csv=records.SCALARS_FILENAME)  # fmt: skip
         (run / records.SCALARS_FILENAME).write_text("iteration,wall_time\n0,0.0\n")
         (run / LOG_DIR / "events.out.tfevents.1").write_bytes(b"\0" * 64)
