@@ -348,7 +348,7 @@ def _collect(request, prog: str) -> int:
     from mjlab_microduck.jobs import collect
 
     try:
-        added = collect.collect(request.check())
+        added = collect.collect(request)  # parse() has run its check()
     except (OSError, ValueError) as err:  # a bad request, a record that does not load
         return refuse(prog, err)
     for line in added:

@@ -425,6 +425,7 @@ def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
     return run_dir, record
 
 
+# mjlab writes tuples as ``!!python/tuple``, which yaml.safe_load refuses: read the one key.
 _ROLLOUT_RE = re.compile(r"^num_steps_per_env:\s*(\d+)\s*$", re.MULTILINE)
 
 
