@@ -63,9 +63,10 @@ def test_preset_table_from_the_published_records():
     walker_record = wr.published_walker()
     turning = wr.seed_runs(recipe=wr.WALKER_TURNING)
     alone = [wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE)]
-    table = preset_pages.preset_table(wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW),
-                                      walker_record=walker_record, turning_runs=turning,
-                                      turning_alone=alone)  # fmt: skip
+    short = wr.seed_runs(recipe=wr.WALKER_TURNING_SHORT)
+    table = preset_pages.preset_table(
+        wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW), walker_record=walker_record,
+        levers={"walker_turning": (turning, alone), "walker_turning_short": (short, ())})
     assert list(table.index) == [p.name.upper() for p in preset_pages.TABLE_PRESETS]
     assert list(table.columns) == ["built on", "what it changed", "outcome"]
     assert table.loc["WALKER", "built on"] == "FORWARD_TRACKING"
@@ -89,20 +90,31 @@ def test_preset_table_from_the_published_records():
     first_it, first_min = wr.first_passing(turning[wr.SEEDS.index(43)])
     alone_it, alone_min = wr.first_passing(alone[0])
     assert turning_row["outcome"] == (
-        f"passes in {len(passing)} of its 3 seeds by model_799: seed 43 from model_{first_it} "
+        f"passes in {len(passing)} of its 3 seeds (4096 envs each) by model_799: seed 43 from "
+        f"model_{first_it} "
         f"({first_min:.1f} min, 3 trainings sharing the GPU); trained again alone, seed 43 "
         f"from model_{alone_it} ({alone_min:.1f} min)")
-    # Without a published walker, or without the lever's runs, their rows are left out.
+    # The short rollout: 12 steps at 8192 envs, and no seed passes (from its gait tests).
+    short_row = table.loc["WALKER_TURNING_SHORT"]
+    assert short_row["built on"] == "WALKER_TURNING"
+    assert short_row["what it changed"] == "rollout per env and iteration 24 → 12 steps"
+    assert [wr.first_passing(r) for r in short] == [None, None, None]
+    assert short_row["outcome"] == (
+        "no checkpoint of its 3 seeds (8192 envs each) passes the gait test by model_799")
+    # Without a published walker, or without the levers' runs, their rows are left out.
     without = preset_pages.preset_table(wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW))
-    assert {"WALKER_HEADING", "WALKER_TURNING"}.isdisjoint(without.index)
-    assert len(without) == len(table) - 2
+    assert {"WALKER_HEADING", *(n.upper() for n in preset_pages.LEVERS)}.isdisjoint(
+        without.index)
+    assert len(without) == len(table) - 3
+    with pytest.raises(ValueError, match="not a lever of the table"):
+        preset_pages.preset_table(wr.seed_runs(), (), levers={"walker": (turning, ())})
 
 
 def test_a_lever_no_seed_passes_says_so_with_its_last_tested_checkpoint():
     narrow = wr.seed_runs(recipe=wr.WALKER_NARROW)
     last = max(int(r.progress()["iteration"].max()) for r in narrow)
     assert preset_pages.lever_outcome(narrow) == (
-        f"no checkpoint of its 3 seeds passes the gait test by model_{last}")
+        f"no checkpoint of its 3 seeds (4096 envs each) passes the gait test by model_{last}")
 
 
 def test_candidate_table_lists_every_candidate_and_what_was_trained(tmp_path):

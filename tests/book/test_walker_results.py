@@ -323,8 +323,14 @@ def test_time_to_walk_table_reads_the_first_passing_checkpoint_and_the_gpu_shari
     heading = wr.seed_runs(recipe=wr.WALKER_HEADING)
     turning = wr.seed_runs(recipe=wr.WALKER_TURNING)
     alone = [wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE)]
-    table = wr.time_to_walk_table({"heading": heading, "turning": turning, "alone": alone})
-    assert list(table["trainings on the GPU"]) == [3, 3, 1]
+    short = wr.seed_runs(recipe=wr.WALKER_TURNING_SHORT)
+    table = wr.time_to_walk_table(
+        {"heading": heading, "turning": turning, "alone": alone, "short": short})
+    assert list(table["trainings on the GPU"]) == [3, 3, 1, 3]
+    # each training's envs and rollout, as its record says
+    assert list(table["envs"]) == [4096, 4096, 4096, 8192]
+    assert list(table["steps per env"]) == [24, 24, 24, 12]
+    assert table.loc["short", "first passing"] == "none"
     # the heading row is the walker's own side-by-side figure
     walker = wr.published_walker()
     assert table.loc["heading", "first passing"] == walker["side_by_side"]["first_passing"]

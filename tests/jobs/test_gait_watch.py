@@ -1,4 +1,4 @@
-"""The gait watcher: which checkpoints are due, newest first, and when it stops.
+"""The gait watcher: which checkpoints are due, in which order, and when it stops.
 
 What this proves (no simulator: the evaluator is a fake that records what it was asked):
 
@@ -6,6 +6,8 @@ What this proves (no simulator: the evaluator is a fake that records what it was
   once its run has finished; a run whose log folder does not exist yet has none;
 * the watcher tests the newest ready checkpoint first, skips files still being written, writes
   one gait_test record per checkpoint and stops once every run has finished and nothing is due;
+* the run tested least so far goes next, so a training a few iterations behind the others is
+  not left untested while they keep saving newer checkpoints;
 * a run whose record still says ``running`` but whose process is gone counts as finished
   (``stale``), so a watch with nothing left to test ends at once; a live one keeps it waiting;
 * bad input (no run, a folder without a record, ``every`` < 1, runs of two tasks) is one line
@@ -108,6 +110,43 @@ def test_newest_first_one_record_each_and_stops_when_the_runs_are_done(tmp_path,
         record = records.load_record(run.run_dir)
         assert record.kind == "gait_test" and record.status == "ok"
     assert any(line.startswith("gait_a_model_250: PASSED") for line in lines)
+
+
+def test_a_run_behind_the_others_is_not_starved(tmp_path, monkeypatch):
+    # Run a saves a newer checkpoint during every test, as a training does when one gait test
+    # takes longer than a save interval; run b is a little behind with one checkpoint.
+    a = make_run(tmp_path, "a", [100], status="ok")
+    b = make_run(tmp_path, "b", [50], status="ok")
+    a_log = next((a / "logs" / "rsl_rl" / "microduck_velocity").iterdir())
+
+    class SavingEvaluator(FakeEvaluator):
+        def evaluate(self, path, progress=True, checkpoint=None):
+            it = int(Path(path).stem.split("_")[1])
+            if Path(path).parent == a_log and it < 300:
+                newer = a_log / f"model_{it + 50}.pt"
+                newer.write_bytes(Path(path).read_bytes())
+                os.utime(newer, (time.time() - 60, time.time() - 60))
+            return super().evaluate(path, progress, checkpoint)
+
+    SavingEvaluator.built.clear()
+    monkeypatch.setattr(gait_test, "GaitEvaluator", SavingEvaluator)
+    request = gait_watch.GaitWatchRequest(
+        runs=(a, b), out=tmp_path / "gait", every=50, poll_s=0.05, settle_s=1.0, max_seconds=30
+    )
+    gait_watch.watch(request, log=lambda line: None)
+    (evaluator,) = SavingEvaluator.built
+    assert evaluator.evaluated == [
+        "model_100.pt", "model_50.pt", "model_150.pt", "model_200.pt", "model_250.pt",
+        "model_300.pt",
+    ]  # fmt: skip
+
+
+def test_next_checkpoint_serves_the_least_tested_run_its_newest():
+    a, b = Path("a"), Path("b")
+    ready = [(a, Path("a/model_300.pt")), (a, Path("a/model_250.pt")), (b, Path("b/model_250.pt"))]
+    assert gait_watch.next_checkpoint(ready, {}) == (a, Path("a/model_300.pt"))
+    assert gait_watch.next_checkpoint(ready, {a: 1}) == (b, Path("b/model_250.pt"))
+    assert gait_watch.next_checkpoint(ready, {a: 2, b: 2}) == (a, Path("a/model_300.pt"))
 
 
 def test_a_running_run_is_waited_for_until_max_seconds(tmp_path, monkeypatch):

@@ -173,7 +173,8 @@ def test_the_published_summary_records_fold_what_they_say():
                               wr.gait_history_folder(wr.WALKER_NARROW),
                               wr.gait_history_folder(wr.WALKER_HEADING),
                               wr.gait_history_folder(wr.WALKER_TURNING),
-                              wr.gait_history_folder(wr.WALKER_TURNING_ALONE)}  # fmt: skip
+                              wr.gait_history_folder(wr.WALKER_TURNING_ALONE),
+                              wr.gait_history_folder(wr.WALKER_TURNING_SHORT)}  # fmt: skip
     counts = {name: r.summary["runs"] for name, r in summaries.items()}
     assert counts == {results.RECIPE_REPLAYS: 5, results.PRESET_HISTORY: 28,
                       wr.gait_history_folder(wr.WALKER): 39,
@@ -181,7 +182,9 @@ def test_the_published_summary_records_fold_what_they_say():
                       wr.gait_history_folder(wr.WALKER_HEADING): 48,
                       # 3 seeds x 12 checkpoints, less the 2 whose robots.csv never came back
                       wr.gait_history_folder(wr.WALKER_TURNING): 34,
-                      wr.gait_history_folder(wr.WALKER_TURNING_ALONE): 15}  # fmt: skip
+                      wr.gait_history_folder(wr.WALKER_TURNING_ALONE): 15,
+                      # 3 seeds x 14 checkpoints (every 50th from 150, and 799)
+                      wr.gait_history_folder(wr.WALKER_TURNING_SHORT): 42}  # fmt: skip
     for name, record in summaries.items():
         records.verify_artifacts(record, RESULTS / name)
         runs = folds.load_fold(RESULTS / name)

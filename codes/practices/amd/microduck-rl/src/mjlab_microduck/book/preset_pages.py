@@ -11,7 +11,7 @@ command ranges, and the share of a Gaussian tracking kernel's reward a given err
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ BUILT_ON: dict[str, tuning.VelocityTuning | None] = {
     "forward_tracking_low_air": tuning.FORWARD_TRACKING,
     "walker": tuning.FORWARD_TRACKING, "walker_narrow": tuning.WALKER,
     "walker_heading": tuning.WALKER, "walker_turning": tuning.WALKER_HEADING,
+    "walker_turning_short": tuning.WALKER_TURNING,
 }  # fmt: skip
 """The preset each one was derived from (None: the upstream figures)."""
 LABELS = {
@@ -38,11 +39,15 @@ LABELS = {
     "gait_period_s": ("gait clock", "s"), "gait_weight": ("gait reward weight", ""),
     "ang_vel_std_rad_s": ("yaw-rate std", "rad/s"), "tracking_weight": ("tracking weight", ""),
     "air_time_weight": ("air-time weight", ""),
+    "steps_per_env": ("rollout per env and iteration", "steps"),
 }  # fmt: skip
 """How a changed numeric field reads in the table: its label and unit."""
 TABLE_PRESETS = (tuning.UPSTREAM, tuning.BOOK, tuning.GAIT_SLOW, tuning.STEPPING,
                  tuning.FORWARD_TRACKING, tuning.FORWARD_TRACKING_LOW_AIR, tuning.WALKER,
-                 tuning.WALKER_NARROW, tuning.WALKER_HEADING, tuning.WALKER_TURNING)  # fmt: skip
+                 tuning.WALKER_NARROW, tuning.WALKER_HEADING, tuning.WALKER_TURNING,
+                 tuning.WALKER_TURNING_SHORT)  # fmt: skip
+LEVERS = ("walker_turning", "walker_turning_short")
+"""Levers tried on the recipe that passes: their rows need their runs (``preset_table``)."""
 STANDS_BELOW_M = 0.05
 """A preset whose largest 4 s displacement stays below this "stands"."""
 
@@ -163,12 +168,13 @@ def lever_outcome(runs: Sequence[Any], alone: Sequence[Any] = ()) -> str:
     the GPU), the first to pass there."""
     first = walker_results.first_passing
     last = max(int(run.progress()["iteration"].max()) for run in runs)
+    at = f" ({runs[0].stages[0][1].config['num_envs']} envs each)"
     hits = {run.seed: hit for run in runs if (hit := first(run)) is not None}
     if not hits:
-        return f"no checkpoint of its {len(runs)} seeds passes the gait test by model_{last}"
+        return f"no checkpoint of its {len(runs)} seeds{at} passes the gait test by model_{last}"
     seed, (iteration, minutes) = min(hits.items(), key=lambda item: item[1][1])
     text = (
-        f"passes in {len(hits)} of its {len(runs)} seeds by model_{last}: seed {seed} from "
+        f"passes in {len(hits)} of its {len(runs)} seeds{at} by model_{last}: seed {seed} from "
         f"model_{iteration} ({minutes:.1f} min, {len(runs)} trainings sharing the GPU)"
     )
     for run in alone:
@@ -185,24 +191,25 @@ def preset_table(
     narrow_runs: Sequence[Any],
     results_root: str | Path | None = None,
     walker_record: dict | None = None,
-    turning_runs: Sequence[Any] = (),
-    turning_alone: Sequence[Any] = (),
+    levers: Mapping[str, tuple[Sequence[Any], Sequence[Any]]] | None = None,
 ) -> pd.DataFrame:
     """One row per preset tried: built on, what it changed, and its outcome (the recipe that
     passes from ``walker_record``, the published ``walker.json``; its row is left out without
-    one; the turn-in-place lever from ``turning_runs`` and ``turning_alone``
-    (:func:`lever_outcome`), its row left out without them)."""
+    one). ``levers`` maps a lever's preset name (:data:`LEVERS`) to its seed runs and its seeds
+    trained again alone (:func:`lever_outcome`); a lever's row is left out without them."""
     if results_root is None:
         from mjlab_microduck.book import results
 
         results_root = results.results_root()
     outcomes = acceptance.preset_outcomes(results_root)
     at_scale = scale_outcomes(len(walker_runs), len(narrow_runs), walker_record)
-    if turning_runs:
-        at_scale["walker_turning"] = lever_outcome(turning_runs, turning_alone)
+    for name, (runs, alone) in (levers or {}).items():
+        if name not in LEVERS:
+            raise ValueError(f"{name!r} is not a lever of the table (one of {LEVERS})")
+        at_scale[name] = lever_outcome(runs, alone)
     rows = []
     for p in TABLE_PRESETS:
-        if p.name not in at_scale and p.name in ("walker_heading", "walker_turning"):
+        if p.name not in at_scale and p.name in ("walker_heading", *LEVERS):
             continue
         parent = BUILT_ON[p.name]
         rows.append(

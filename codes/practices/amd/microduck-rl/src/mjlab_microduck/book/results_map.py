@@ -81,7 +81,8 @@ WALKER_HEADING_RUNS = recipe_runs(
     wr.WALKER_HEADING, kept=("h200_walker_heading_gait_s42_model_999",)
 )
 WALKER_TURNING_RUNS = (*recipe_runs(wr.WALKER_TURNING),
-                       *recipe_runs(wr.WALKER_TURNING_ALONE, seeds=(43,)))  # fmt: skip
+                       *recipe_runs(wr.WALKER_TURNING_ALONE, seeds=(43,)),
+                       *recipe_runs(wr.WALKER_TURNING_SHORT))  # fmt: skip
 WALKER_CI_GAIT = "cpu_walker_heading_gait_s42_model_999"
 """The published walker's gait test on a CPU at ci size (``walker.json``'s ``ci_gait_record``)."""
 
@@ -123,11 +124,11 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
          *WALKER_TURNING_RUNS, "bench_h200"),
         "The recorded first stage (`results.RECIPE_RUN_500`) and its replay of `model_499.pt`; "
         "every preset's runs and protocol replays (`acceptance.preset_outcomes`), the "
-        "superseded ones as rows of summary records; the four walker recipes at scale "
+        "superseded ones as rows of summary records; the walker recipes at scale "
         "(`walker_results.seed_runs`: their training stages, their gait histories and the "
-        "gait tests kept whole) and the turn-in-place lever's seed 43 trained again alone "
-        "(`walker_results.time_to_walk_table`), the walker (`walker.json`); the benchmark's "
-        "time per iteration (`bench_h200/bench.csv`).",
+        "gait tests kept whole), the turn-in-place lever's seed 43 trained again alone and "
+        "its short-rollout variant at 8192 envs (`walker_results.time_to_walk_table`), the "
+        "walker (`walker.json`); the benchmark's time per iteration (`bench_h200/bench.csv`).",
     ),
     ChapterRuns(
         "notebooks/05_resume_1500", "Resuming to 1500 updates",

@@ -56,6 +56,10 @@ sharing the GPU with the other seeds (``h200_walker_heading_alone_main_s<seed>``
 WALKER_TURNING_ALONE = Recipe("walker_turning_alone", WALKER_TURNING.task, ("main",))
 """WALKER_TURNING's seed 43, the one seed of three to pass by iteration 800 side by side, trained
 again alone on one GPU for its time to walk (``h200_walker_turning_alone_main_s43``)."""
+# WALKER_TURNING_SHORT: WALKER_TURNING with half the rollout, trained at 8192 envs.
+WALKER_TURNING_SHORT = Recipe(
+    "walker_turning_short", "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningShortTuning", ("main",)
+)
 WALKER_TASK = WALKER.task
 CANDIDATE_GAIT_TEST = "h200_walker_gait_s42_model_550"
 """The gait test of the walker recipe's candidate, kept whole beside the recipe's gait history:
@@ -299,7 +303,8 @@ def stage_table(runs: list[SeedRun]) -> pd.DataFrame:
 
 def time_to_walk_table(groups: Mapping[str, Sequence[SeedRun]]) -> pd.DataFrame:
     """One row per group of runs that trained together on one GPU (label: its seeds): how many
-    trainings shared the GPU, their median wall seconds per iteration, and the passing
+    trainings shared the GPU, each one's envs and rollout (steps per env and iteration), their
+    median wall seconds per iteration, and the passing
     checkpoint reached first with the minutes from launch to it ("none" and NaN where no
     checkpoint passes)."""
     rows = []
@@ -312,6 +317,8 @@ def time_to_walk_table(groups: Mapping[str, Sequence[SeedRun]]) -> pd.DataFrame:
             "machine": tables.record_machine_text(record),
             "date": record.started_at[:10],
             "trainings on the GPU": len(runs),
+            "envs": record.config["num_envs"],
+            "steps per env": record.config["steps_per_env"],
             "s per iteration (median)": round(float(per_iteration), 2),
             "first passing": first["first_passing"] if first else "none",
             "minutes from launch": round(first["time_to_walk_s"] / 60.0, 1) if first

@@ -4,9 +4,13 @@ Problem it solves: a recipe is judged by the first checkpoint that passes the ga
 testing them after a long GPU training doubles the time the GPU is needed. This job builds the
 gait test's environment once (:class:`~mjlab_microduck.jobs.gait_test.GaitEvaluator`) and,
 while the training runs it watches are still running, tests every checkpoint whose iteration is
-a multiple of ``every`` (and each run's last), newest first, writing one ``gait_test`` record
-each under ``out``. It stops when every watched run has finished (a ``running`` record whose
-process is gone counts as finished: :func:`~mjlab_microduck.runs.liveness.stale_reason`) and
+a multiple of ``every`` (and each run's last), writing one ``gait_test`` record each under
+``out``. The order keeps up with every training: the run tested least so far goes next, with
+its newest ready checkpoint, and the older ones once the watcher catches up. (Three trainings
+side by side can save checkpoints faster than one evaluator tests them; newest first over all
+runs would leave a run a few iterations behind the others untested until they finish.) It
+stops when every watched run has finished (a ``running`` record whose process is gone counts
+as finished: :func:`~mjlab_microduck.runs.liveness.stale_reason`) and
 nothing is left to test, or after ``max_seconds``.
 
 A checkpoint is read once it has not changed for ``settle_s`` (rsl_rl writes it in place). The
@@ -82,6 +86,16 @@ def due_checkpoints(run: Path, every: int, min_iteration: int, finished: bool) -
     return due
 
 
+def next_checkpoint(ready: list[tuple[Path, Path]], tested: dict[Path, int]) -> tuple[Path, Path]:
+    """Of ``(run, checkpoint)`` pairs ready to test, the one to test next: the run with the
+    fewest tests so far (``tested``), its newest checkpoint; among runs tested equally often,
+    the newest checkpoint, then the run given first."""
+    return min(
+        enumerate(ready),
+        key=lambda item: (tested.get(item[1][0], 0), -checkpoint_iteration(item[1][1]), item[0]),
+    )[1]
+
+
 def _settled(path: Path, settle_s: float) -> bool:
     return time.time() - path.stat().st_mtime >= settle_s
 
@@ -95,26 +109,27 @@ def watch(request: GaitWatchRequest, log=print) -> list[gait_test.GaitRun]:
         raise ValueError(f"the watched runs must share one task (found {sorted(map(str, tasks))})")
     task = tasks.pop()
     done: set[Path] = set()
+    tested: dict[Path, int] = {}
     written: list[gait_test.GaitRun] = []
     evaluator = None
     try:
         while time.monotonic() - started < request.max_seconds:
             states = {run: _run_state(run)[0] for run in request.runs}
             untested = [
-                p
+                (run, p)
                 for run in request.runs
                 for p in due_checkpoints(
                     run, request.every, request.min_iteration, states[run] != "running"
                 )
                 if p not in done
             ]
-            ready = [p for p in untested if _settled(p, request.settle_s)]
+            ready = [(run, p) for run, p in untested if _settled(p, request.settle_s)]
             if not ready:
                 if not untested and all(s != "running" for s in states.values()):
                     break
                 time.sleep(request.poll_s)
                 continue
-            path = max(ready, key=checkpoint_iteration)  # newest first: keep up with training
+            run, path = next_checkpoint(ready, tested)
             if evaluator is None:
                 sized = gait_test.request_for_profile(request.profile, path, task)
                 if request.device:
@@ -130,6 +145,7 @@ def watch(request: GaitWatchRequest, log=print) -> list[gait_test.GaitRun]:
             )
             written.append(gait_run)
             done.add(path)
+            tested[run] = tested.get(run, 0) + 1
             summary = gait_run.record.summary
             log(
                 f"{name}: {'PASSED' if result.verdict.passed else 'failed'} "

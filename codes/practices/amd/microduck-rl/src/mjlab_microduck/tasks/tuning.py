@@ -274,11 +274,12 @@ WALKER_TURNING_SHARP = replace(
     kernel_stages=(KernelStage(300, WALKER_NARROW.lin_vel_std_m_s, WALKER.ang_vel_std_rad_s),),
 )
 
-# WALKER_TURNING with half the rollout, meant for twice the envs (8192): each PPO iteration
-# collects the same 98,304 transitions in half the env steps. At 4096 envs an iteration is
-# mostly collection (1.0 of 1.2 s alone on an H200), and a step of 8192 envs costs the GPU little
-# more than one of 4096, so an iteration should take much less time. The value bootstraps after
-# 12 steps instead of 24.
+# WALKER_TURNING with half the rollout, for twice the envs (8192): each PPO iteration collects
+# the same 98,304 transitions in half the env steps, and the value bootstraps after 12 steps
+# instead of 24. At 4096 envs an iteration alone on an H200 is mostly collection (1.0 of 1.2 s),
+# so a GPU with room left would finish one sooner. Its recorded seeds shared one H200 three at a
+# time, which left it no room: an iteration took as long as at 4096 envs, and no seed passed by
+# iteration 800 (chapter 4).
 WALKER_TURNING_SHORT = replace(WALKER_TURNING, name="walker_turning_short", steps_per_env=12)
 
 DEFAULT_TUNING = FORWARD_TRACKING
