@@ -42,12 +42,14 @@ def test_the_published_training_records_are_found():
 def test_record_summary_equals_summarize_of_its_csv(name):
     record, scalars = results.load_published(name)
     assert scalars.index.name == "iteration"
-    recomputed = summarize(scalars, int(record.config["num_envs"]), STEPS_PER_ENV)
+    # the rollout the run was trained with (a preset may shorten it), else the upstream one
+    steps_per_env = int(record.config.get("steps_per_env") or STEPS_PER_ENV)
+    recomputed = summarize(scalars, int(record.config["num_envs"]), steps_per_env)
     numeric = {k: v for k, v in recomputed.items() if v is not None}
     for key, value in numeric.items():
         assert record.summary[key] == pytest.approx(value, rel=1e-9, abs=1e-9), key
     assert record.summary["transitions"] == (
-        len(scalars) * record.config["num_envs"] * STEPS_PER_ENV
+        len(scalars) * record.config["num_envs"] * steps_per_env
     )
 
 

@@ -230,6 +230,7 @@ def test_each_task_reaches_its_presets_terms_and_nothing_else():
     assert figures(f"{TASK_ID}-WalkerSharpenedTuning") == figures(f"{TASK_ID}-WalkerTuning")
     assert figures(f"{TASK_ID}-WalkerTurningSharpTuning") == figures(f"{TASK_ID}-WalkerTuning")
     assert figures(f"{TASK_ID}-WalkerTurningShortTuning") == figures(f"{TASK_ID}-WalkerTuning")
+    assert figures(f"{TASK_ID}-WalkerTurningAxesTuning") == figures(f"{TASK_ID}-WalkerTuning")
     # Each candidate changes forward tracking in what it names there, and in nothing else.
     undo = {
         "forward_straight": {"ang_vel_std_rad_s": wide_yaw},
@@ -250,6 +251,9 @@ def test_each_task_reaches_its_presets_terms_and_nothing_else():
         "walker_turning_short": {"commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
                                  "standing_stages": tuning.UPSTREAM_STANDING, "heading": None,
                                  "turn_in_place": None, "steps_per_env": 24},
+        "walker_turning_axes": {"commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
+                                "standing_stages": tuning.UPSTREAM_STANDING, "heading": None,
+                                "turn_in_place": None, "single_axis": None},
     }
     for preset in tuning.CANDIDATE_PRESETS:
         back = replace(preset, name="forward_tracking", **undo[preset.name])

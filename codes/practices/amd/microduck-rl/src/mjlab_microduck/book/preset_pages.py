@@ -97,6 +97,11 @@ def changes(preset: tuning.VelocityTuning) -> str:
                 f"turn-in-place envs: {new.envs_fraction:.0%} of the draws that are not "
                 f"standing, yaw rate at least {new.min_turn_rate_rad_s:g} rad/s"
             )
+        elif f.name == "single_axis":
+            out.append(
+                f"single-axis envs: {new.envs_fraction:.0%} of the draws that neither stand "
+                f"nor turn in place walk along x or y only, at least {new.min_speed_m_s:g} m/s"
+            )
         elif f.name == "commands":
             out.append(f"commands {command_text(new)} (was {command_text(old)})")
         elif f.name == "action_rate_stages":

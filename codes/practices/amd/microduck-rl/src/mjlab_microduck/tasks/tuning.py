@@ -72,6 +72,15 @@ class HeadingCommand:
 
 
 @dataclass(frozen=True)
+class SingleAxis:
+    """Single-axis envs (``axis_command.py``): ``envs_fraction`` of the draws that neither stand
+    nor turn in place keep one linear axis (x or y), at least ``min_speed_m_s`` fast."""
+
+    envs_fraction: float = 0.3
+    min_speed_m_s: float = 0.1
+
+
+@dataclass(frozen=True)
 class TurnInPlace:
     """Turn-in-place envs (``turning_command.py``): ``envs_fraction`` of the draws that are not
     standing get no linear velocity and a yaw rate of at least ``min_turn_rate_rad_s``."""
@@ -129,6 +138,7 @@ class VelocityTuning:
         heading: mjlab's heading command (a share of envs steer toward a heading target);
             ``None`` commands the yaw rate in every env.
         turn_in_place: a share of turn-in-place envs; ``None`` draws every command uniformly.
+        single_axis: a share of single-axis envs (needs ``turn_in_place``); ``None``: none.
         steps_per_env: PPO rollout length per env and iteration (the runner's
             ``num_steps_per_env``); the curricula count iterations of this many env steps.
     """
@@ -150,6 +160,7 @@ class VelocityTuning:
     kernel_stages: tuple[KernelStage, ...] = ()
     heading: HeadingCommand | None = None
     turn_in_place: TurnInPlace | None = None
+    single_axis: SingleAxis | None = None
     steps_per_env: int = DEFAULT_STEPS_PER_ENV
 
     @property
@@ -282,6 +293,13 @@ WALKER_TURNING_SHARP = replace(
 # iteration 800 (chapter 4).
 WALKER_TURNING_SHORT = replace(WALKER_TURNING, name="walker_turning_short", steps_per_env=12)
 
+# WALKER_TURNING with single-axis envs: 30 % of the draws that neither stand nor turn in place
+# walk along x or along y only, as every linear case of the gait test does. It does for walking
+# sideways what the turn-in-place envs did for turning: in WALKER_TURNING's runs, sideways at
+# 0.78-0.85 of 0.15 m/s failed longest, and a uniform draw asks for a pure sideways walk at
+# 0.1-0.2 m/s about 4 % of the time.
+WALKER_TURNING_AXES = replace(WALKER_TURNING, name="walker_turning_axes", single_axis=SingleAxis())
+
 DEFAULT_TUNING = FORWARD_TRACKING
 # Every preset also trains as its own task, ``<default task>-<task_suffix>``; the default's
 # recorded run was made with its own task, which builds the same environment as the default.
@@ -300,4 +318,5 @@ CANDIDATE_PRESETS = (
     WALKER_TURNING,
     WALKER_TURNING_SHARP,
     WALKER_TURNING_SHORT,
+    WALKER_TURNING_AXES,
 )

@@ -47,8 +47,8 @@ from mjlab_microduck.robot.constants import (
     get_microduck_robot_cfg,
 )
 from mjlab_microduck.runs.names import TASK_ID, UNGUARDED_TASK_ID
+from mjlab_microduck.tasks import axis_command, turning_command
 from mjlab_microduck.tasks import mdp as duck_mdp
-from mjlab_microduck.tasks import turning_command
 from mjlab_microduck.tasks.tuning import (
     CANDIDATE_PRESETS,
     COMPARED_PRESETS,
@@ -280,6 +280,14 @@ def _configure_commands(cfg: ManagerBasedRlEnvCfg, tuning: VelocityTuning) -> No
             tuning.turn_in_place.envs_fraction,
             tuning.turn_in_place.min_turn_rate_rad_s,
         )
+    if tuning.single_axis:
+        if not tuning.turn_in_place:
+            raise ValueError(f"{tuning.name}: single-axis envs are drawn over turn-in-place ones")
+        cfg.commands["twist"] = axis_command.with_axes(
+            cfg.commands["twist"],
+            tuning.single_axis.envs_fraction,
+            tuning.single_axis.min_speed_m_s,
+        )
 
 
 def _configure_events(cfg: ManagerBasedRlEnvCfg) -> None:
@@ -411,3 +419,5 @@ def _apply_play_overrides(cfg: ManagerBasedRlEnvCfg) -> None:
     twist.rel_heading_envs = 0.0
     if isinstance(twist, turning_command.TurnInPlaceVelocityCommandCfg):
         twist.rel_turn_in_place_envs = 0.0
+    if isinstance(twist, axis_command.AxisVelocityCommandCfg):
+        twist.rel_axis_envs = 0.0
