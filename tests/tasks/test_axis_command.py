@@ -1,10 +1,9 @@
 """Single-axis envs: a share of the draws walks along x or y only, over the turning command."""
 
+import command_envs
 import pytest
 import torch
-from mjlab.envs import ManagerBasedRlEnv
 
-import mjlab_microduck.tasks  # noqa: F401  (hooks first, then task registration)
 from mjlab_microduck.tasks import axis_command, turning_command
 from mjlab_microduck.tasks.velocity import TASK_ID, env_cfg_of_task
 
@@ -39,13 +38,8 @@ def test_the_axes_walker_keeps_every_field_of_the_turning_walkers_command():
 
 @pytest.fixture(scope="module")
 def axes_env():
-    cfg = env_cfg_of_task(AXES_TASK)
-    cfg.scene.num_envs = 400
-    cfg.seed = 5
-    env = ManagerBasedRlEnv(cfg=cfg, device="cpu")
-    env.reset()
-    yield env
-    env.close()
+    with command_envs.cpu_env(AXES_TASK, num_envs=400, seed=5) as env:
+        yield env
 
 
 def test_a_share_of_the_draws_walks_along_one_axis(axes_env):
@@ -69,21 +63,9 @@ def test_a_share_of_the_draws_walks_along_one_axis(axes_env):
 
 
 def test_with_no_share_it_draws_exactly_what_the_turning_command_draws(axes_env):
-    term = axes_env.command_manager.get_term("twist")
-    ids = torch.arange(axes_env.num_envs)
-    share = term.cfg.rel_axis_envs
-    try:
-        term.cfg.rel_axis_envs = 0.0
-        torch.manual_seed(13)
-        term._resample_command(ids)
-        ours, next_ours = term.vel_command_b.clone(), torch.rand(3)
-        assert not term.is_axis_env.any()
-        torch.manual_seed(13)
-        turning_command.TurnInPlaceVelocityCommand._resample_command(term, ids)
-        assert torch.equal(term.vel_command_b, ours)
-        assert torch.equal(torch.rand(3), next_ours)
-    finally:
-        term.cfg.rel_axis_envs = share
+    command_envs.assert_zero_share_draws_as(
+        axes_env.command_manager.get_term("twist"), "rel_axis_envs", "is_axis_env",
+        turning_command.TurnInPlaceVelocityCommand._resample_command, seed=13)
 
 
 def test_single_axis_envs_need_the_turning_command():

@@ -1,11 +1,13 @@
 """Turn-in-place envs: mjlab's velocity command with a share of turns on the spot."""
 
+import command_envs
 import pytest
 import torch
-from mjlab.envs import ManagerBasedRlEnv
-from mjlab.tasks.velocity.mdp.velocity_command import UniformVelocityCommandCfg
+from mjlab.tasks.velocity.mdp.velocity_command import (
+    UniformVelocityCommand,
+    UniformVelocityCommandCfg,
+)
 
-import mjlab_microduck.tasks  # noqa: F401  (hooks first, then task registration)
 from mjlab_microduck.tasks import turning_command
 from mjlab_microduck.tasks.velocity import TASK_ID, env_cfg_of_task
 
@@ -36,13 +38,8 @@ def test_the_turning_walker_keeps_every_field_of_the_heading_walkers_command():
 
 @pytest.fixture(scope="module")
 def turning_env():
-    cfg = env_cfg_of_task(TURNING_TASK)
-    cfg.scene.num_envs = 400
-    cfg.seed = 3
-    env = ManagerBasedRlEnv(cfg=cfg, device="cpu")
-    env.reset()
-    yield env
-    env.close()
+    with command_envs.cpu_env(TURNING_TASK, num_envs=400, seed=3) as env:
+        yield env
 
 
 def test_a_share_of_the_draws_turn_on_the_spot_and_never_steer_by_heading(turning_env):
@@ -72,21 +69,6 @@ def test_with_no_share_the_config_keeps_the_twist_it_was_made_from():
 
 
 def test_with_no_share_it_draws_exactly_what_mjlab_draws(turning_env):
-    from mjlab.tasks.velocity.mdp.velocity_command import UniformVelocityCommand
-
-    term = turning_env.command_manager.get_term("twist")
-    ids = torch.arange(turning_env.num_envs)
-    share = term.cfg.rel_turn_in_place_envs
-    try:
-        term.cfg.rel_turn_in_place_envs = 0.0
-        torch.manual_seed(11)
-        term._resample_command(ids)
-        ours, next_ours = term.vel_command_b.clone(), torch.rand(3)
-        assert not term.is_turn_in_place_env.any()
-        torch.manual_seed(11)
-        UniformVelocityCommand._resample_command(term, ids)
-        assert torch.equal(term.vel_command_b, ours)
-        # and leaves the random stream where mjlab leaves it: the next draw is the same too
-        assert torch.equal(torch.rand(3), next_ours)
-    finally:
-        term.cfg.rel_turn_in_place_envs = share
+    command_envs.assert_zero_share_draws_as(
+        turning_env.command_manager.get_term("twist"), "rel_turn_in_place_envs",
+        "is_turn_in_place_env", UniformVelocityCommand._resample_command, seed=11)

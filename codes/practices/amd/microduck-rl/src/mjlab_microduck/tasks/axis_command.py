@@ -14,7 +14,7 @@ left alone. With ``rel_axis_envs = 0`` it draws exactly what
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
@@ -22,6 +22,7 @@ import torch
 from mjlab_microduck.tasks.turning_command import (
     TurnInPlaceVelocityCommand,
     TurnInPlaceVelocityCommandCfg,
+    derived_cfg,
 )
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ def with_axes(
     twist: TurnInPlaceVelocityCommandCfg, rel_axis_envs: float, min_axis_speed_m_s: float
 ) -> AxisVelocityCommandCfg:
     """``twist`` as a single-axis command config: every field of it kept, the share added."""
-    kept = {f.name: getattr(twist, f.name) for f in fields(twist) if f.init}
-    return AxisVelocityCommandCfg(
-        **kept, rel_axis_envs=rel_axis_envs, min_axis_speed_m_s=min_axis_speed_m_s
-    )
+    return derived_cfg(
+        twist, AxisVelocityCommandCfg, rel_axis_envs=rel_axis_envs,
+        min_axis_speed_m_s=min_axis_speed_m_s,
+    )  # fmt: skip

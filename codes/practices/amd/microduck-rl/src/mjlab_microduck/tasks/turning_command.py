@@ -68,13 +68,20 @@ class TurnInPlaceVelocityCommandCfg(UniformVelocityCommandCfg):
         return TurnInPlaceVelocityCommand(self, env)
 
 
+def derived_cfg(twist: UniformVelocityCommandCfg, cls: type, **added):
+    """``twist`` as a config of ``cls`` (a subclass of its class): every field of it kept,
+    ``added`` (the subclass's own fields) set."""
+    kept = {f.name: getattr(twist, f.name) for f in fields(twist) if f.init}
+    return cls(**kept, **added)
+
+
 def with_turn_in_place(
     twist: UniformVelocityCommandCfg, rel_turn_in_place_envs: float, min_turn_rate_rad_s: float
 ) -> TurnInPlaceVelocityCommandCfg:
     """``twist`` as a turn-in-place command config: every field of it kept, the share added."""
-    kept = {f.name: getattr(twist, f.name) for f in fields(twist) if f.init}
-    return TurnInPlaceVelocityCommandCfg(
-        **kept,
+    return derived_cfg(
+        twist,
+        TurnInPlaceVelocityCommandCfg,
         rel_turn_in_place_envs=rel_turn_in_place_envs,
         min_turn_rate_rad_s=min_turn_rate_rad_s,
     )
