@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mjlab_microduck.analysis import walker
+from mjlab_microduck.analysis import gait, walker
 from mjlab_microduck.book import walker_results as wr
 from mjlab_microduck.runs import records
 
@@ -355,3 +355,28 @@ def test_the_seed_trained_alone_is_one_1000_iteration_run_gait_tested_every_50th
     assert record.config["task"] == wr.WALKER_TURNING.task
     assert record.config["num_envs"] == 4096 and record.summary["last_iteration"] == 999
     assert [it for it, _, _ in run.gait] == [*range(300, 1000, 50), 999]
+
+
+def test_near_pass_failures_count_the_cases_failing_in_nearly_passing_checkpoints():
+    heading = wr.seed_runs(recipe=wr.WALKER_HEADING)
+    turning = wr.seed_runs(recipe=wr.WALKER_TURNING)
+    table = wr.near_pass_failures({"heading": heading, "turning": turning})
+    assert list(table.columns) == ["heading", "turning"]
+    for label, runs in (("heading", heading), ("turning", turning)):
+        frame = wr.progress_frame(runs)
+        near = frame[frame["failed_conditions"].between(1, wr.NEAR_PASS_MAX_FAILED)]
+        assert table.loc["checkpoints", label] == len(near) > 0
+        # a case fails in at most every nearly passing checkpoint, and some case in each
+        cases = table.drop(index="checkpoints")[label]
+        assert cases.max() <= len(near) and cases.sum() >= len(near)
+    # rows follow the gait test's case order, and a case failing nowhere there is left out
+    order = [c.name for c in gait.CASES]
+    rows = list(table.index[1:])
+    assert rows == sorted(rows, key=order.index) and (table.drop(index="checkpoints") > 0).any(
+        axis=1).all()
+    # the turn-in-place envs took turning in place off the list; walking sideways stayed on it
+    assert table.loc["turn_left_0.5", "heading"] > 0 and table.loc["turn_left_0.5", "turning"] == 0
+    assert table.loc["left_0.15", "turning"] > 0
+    # a tighter bound counts fewer checkpoints
+    tight = wr.near_pass_failures({"turning": turning}, max_failed=3)
+    assert tight.loc["checkpoints", "turning"] < table.loc["checkpoints", "turning"]

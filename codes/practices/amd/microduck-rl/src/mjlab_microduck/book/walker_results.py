@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mjlab_microduck.analysis import walker
+from mjlab_microduck.analysis import gait, walker
 from mjlab_microduck.book import tables
 from mjlab_microduck.runs import folds, records
 
@@ -325,6 +325,37 @@ def time_to_walk_table(groups: Mapping[str, Sequence[SeedRun]]) -> pd.DataFrame:
             else float("nan"),
         })  # fmt: skip
     return pd.DataFrame(rows).set_index("runs")
+
+
+NEAR_PASS_MAX_FAILED = 15
+"""A gait-tested checkpoint "nearly passes" with 1 to this many failed conditions (of 16 cases
+× 5 evaluation seeds, each case with several conditions)."""
+
+
+def near_pass_failures(
+    groups: Mapping[str, Sequence[SeedRun]], max_failed: int = NEAR_PASS_MAX_FAILED
+) -> pd.DataFrame:
+    """What keeps nearly passing checkpoints from passing: per group of runs (a column) and
+    gait-test case (a row, in the test's order), in how many of the group's checkpoints with 1
+    to ``max_failed`` failed conditions that case failed; the first row counts those
+    checkpoints. Cases that never fail there are left out."""
+    counts: dict[str, dict[str, int]] = {}
+    for label, runs in groups.items():
+        column = counts.setdefault(label, {"checkpoints": 0})
+        for run in runs:
+            for iteration, _, _ in run.gait:
+                table = run.verdict(iteration)["table"]
+                failed = [row for row in table if not row["passed"]]
+                if not 0 < sum(row["failed_conditions"] for row in failed) <= max_failed:
+                    continue
+                column["checkpoints"] += 1
+                for row in failed:
+                    column[row["case"]] = column.get(row["case"], 0) + 1
+    frame = pd.DataFrame(counts).fillna(0).astype(int)
+    order = ["checkpoints", *(c.name for c in gait.CASES if c.name in frame.index)]
+    frame = frame.reindex(order)
+    frame.index.name = "case"
+    return frame
 
 
 class NoWalkerError(ValueError):
