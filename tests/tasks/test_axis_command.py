@@ -71,8 +71,7 @@ def test_with_no_share_it_draws_exactly_what_the_turning_command_draws(axes_env)
 def test_single_axis_envs_need_the_turning_command():
     from dataclasses import replace
 
-    from mjlab_microduck.tasks import tuning, velocity
+    from mjlab_microduck.tasks import tuning
 
-    lone = replace(tuning.WALKER_HEADING, name="lone", single_axis=tuning.SingleAxis())
     with pytest.raises(ValueError, match="drawn over turn-in-place ones"):
-        velocity.microduck_flat_env_cfg(tuning=lone)
+        replace(tuning.WALKER_HEADING, name="lone", single_axis=tuning.SingleAxis())

@@ -304,9 +304,8 @@ def stage_table(runs: list[SeedRun]) -> pd.DataFrame:
 def time_to_walk_table(groups: Mapping[str, Sequence[SeedRun]]) -> pd.DataFrame:
     """One row per group of runs that trained together on one GPU (label: its seeds): how many
     trainings shared the GPU, each one's envs and rollout (steps per env and iteration), their
-    median wall seconds per iteration, and the passing
-    checkpoint reached first with the minutes from launch to it ("none" and NaN where no
-    checkpoint passes)."""
+    median wall seconds per iteration, and the passing checkpoint reached first with the
+    minutes from launch to it ("none" and NaN where no checkpoint passes)."""
     rows = []
     for label, runs in groups.items():
         first = _time_to_walk(list(runs))

@@ -163,6 +163,11 @@ class VelocityTuning:
     single_axis: SingleAxis | None = None
     steps_per_env: int = DEFAULT_STEPS_PER_ENV
 
+    def __post_init__(self) -> None:
+        # The single-axis command term extends the turn-in-place one (tasks/axis_command.py).
+        if self.single_axis and not self.turn_in_place:
+            raise ValueError(f"{self.name}: single-axis envs are drawn over turn-in-place ones")
+
     @property
     def task_suffix(self) -> str:
         """``gait_slow`` -> ``GaitSlowTuning``: suffix of the task that trains this preset."""

@@ -280,9 +280,7 @@ def _configure_commands(cfg: ManagerBasedRlEnvCfg, tuning: VelocityTuning) -> No
             tuning.turn_in_place.envs_fraction,
             tuning.turn_in_place.min_turn_rate_rad_s,
         )
-    if tuning.single_axis:
-        if not tuning.turn_in_place:
-            raise ValueError(f"{tuning.name}: single-axis envs are drawn over turn-in-place ones")
+    if tuning.single_axis:  # VelocityTuning holds it over turn-in-place envs
         cfg.commands["twist"] = axis_command.with_axes(
             cfg.commands["twist"],
             tuning.single_axis.envs_fraction,
