@@ -102,3 +102,7 @@ def test_time_to_walk_is_the_first_checkpoint_passing_everything():
     assert int(walker.first_held(table, "walks where told")["iteration"]) == 200
     assert walker.time_to_walk_s(table) == pytest.approx(20.0 + 1.2 * 301)
     assert walker.time_to_walk_s(table[table["iteration"] < 300]) is None
+    # without a clock (gait tests published without their training) the minutes are NaN
+    untimed = walker.progress_table(verdicts, None)
+    assert untimed["minutes"].isna().all()
+    assert untimed.drop(columns="minutes").equals(table.drop(columns="minutes"))

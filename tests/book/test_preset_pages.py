@@ -64,9 +64,11 @@ def test_preset_table_from_the_published_records():
     turning = wr.seed_runs(recipe=wr.WALKER_TURNING)
     alone = [wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE)]
     short = wr.seed_runs(recipe=wr.WALKER_TURNING_SHORT)
+    axes = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)
     table = preset_pages.preset_table(
         wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW), walker_record=walker_record,
-        levers={"walker_turning": (turning, alone), "walker_turning_short": (short, ())})
+        levers={"walker_turning": (turning, alone), "walker_turning_short": (short, ()),
+                "walker_turning_axes": (axes, ())})
     assert list(table.index) == [p.name.upper() for p in preset_pages.TABLE_PRESETS]
     assert list(table.columns) == ["built on", "what it changed", "outcome"]
     assert table.loc["WALKER", "built on"] == "FORWARD_TRACKING"
@@ -101,13 +103,34 @@ def test_preset_table_from_the_published_records():
     assert [wr.first_passing(r) for r in short] == [None, None, None]
     assert short_row["outcome"] == (
         "no checkpoint of its 3 seeds (8192 envs each) passes the gait test by model_799")
+    # The single-axis lever, published by its gait tests alone: no minutes, no env count, and
+    # its first passing checkpoint is the earliest one.
+    axes_row = table.loc["WALKER_TURNING_AXES"]
+    assert axes_row["built on"] == "WALKER_TURNING"
+    assert axes_row["what it changed"].startswith("single-axis envs: 30% of the draws")
+    assert [wr.first_passing(r) is not None for r in axes] == [False, True, False]
+    assert axes_row["outcome"] == (
+        "passes in 1 of its 3 seeds by model_650: seed 43 from model_500 (3 trainings sharing "
+        "the GPU; published by its gait tests alone)")
     # Without a published walker, or without the levers' runs, their rows are left out.
     without = preset_pages.preset_table(wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW))
     assert {"WALKER_HEADING", *(n.upper() for n in preset_pages.LEVERS)}.isdisjoint(
         without.index)
-    assert len(without) == len(table) - 3
+    assert len(without) == len(table) - 1 - len(preset_pages.LEVERS)
     with pytest.raises(ValueError, match="not a lever of the table"):
         preset_pages.preset_table(wr.seed_runs(), (), levers={"walker": (turning, ())})
+
+
+def test_a_lever_without_a_training_clock_is_judged_by_iteration():
+    def run(seed, passes_at, minutes=float("nan")):
+        rows = [{"iteration": it, "minutes": minutes, "walker": it >= passes_at,
+                 "failed_conditions": 0 if it >= passes_at else 3} for it in (300, 350, 400)]
+        return SimpleNamespace(seed=seed, stages=(), progress=lambda: pd.DataFrame(rows))
+
+    untimed = [run(42, 400), run(43, 350)]
+    assert preset_pages.lever_outcome(untimed) == (
+        "passes in 2 of its 2 seeds by model_400: seed 43 from model_350 (2 trainings sharing "
+        "the GPU; published by its gait tests alone)")
 
 
 def test_a_lever_no_seed_passes_says_so_with_its_last_tested_checkpoint():
@@ -130,4 +153,11 @@ def test_candidate_table_lists_every_candidate_and_what_was_trained(tmp_path):
     assert list(table.index) == [p.name for p in tuning.CANDIDATE_PRESETS]
     assert bool(table.loc["walker", "trained"])
     assert not table.drop(index="walker")["trained"].any()
+    # a gait test of a preset's own task counts too (a recipe published by its gait tests)
+    gait = tmp_path / "gait"
+    gait.mkdir()
+    task = f"Mjlab-Velocity-Flat-MicroDuck-{tuning.WALKER_TURNING_AXES.task_suffix}"
+    records.write_record(run_fakes.record(kind="gait_test", config={"task": task}), gait)
+    table = preset_pages.candidate_table(tmp_path)
+    assert set(table.index[table["trained"]]) == {"walker", "walker_turning_axes"}
     assert table.loc["walker", "yaw-rate std (rad/s)"] == round(tuning.WALKER.ang_vel_std_rad_s, 2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -380,3 +381,81 @@ def test_near_pass_failures_count_the_cases_failing_in_nearly_passing_checkpoint
     # a tighter bound counts fewer checkpoints
     tight = wr.near_pass_failures({"turning": turning}, max_failed=3)
     assert tight.loc["checkpoints", "turning"] < table.loc["checkpoints", "turning"]
+
+
+def test_a_recipe_published_by_its_gait_tests_alone_has_no_clock():
+    runs = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)
+    assert wr.WALKER_TURNING_AXES.stages == () and [r.seed for r in runs] == list(wr.SEEDS)
+    for run in runs:
+        assert run.stages == ()
+        progress = run.progress()
+        assert progress["minutes"].isna().all() and len(progress) == len(run.gait)
+        for _, _, record in run.gait:
+            # each gait test names the checkpoint it tested, and the lever's task
+            assert record.config["task"] == wr.WALKER_TURNING_AXES.task
+            assert len(record.config["checkpoint_sha256"]) == 64
+    first = {r.seed: wr.first_passing(r) for r in runs}
+    assert first[43][0] == 500 and first[42] is None and first[44] is None
+
+
+def test_single_axis_envs_leave_the_fastest_forward_walk_failing_last():
+    turning = [*wr.seed_runs(recipe=wr.WALKER_TURNING),
+               wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE)]
+    axes = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)
+    table = wr.near_pass_failures({"turning": turning, "axes": axes})
+    share = table.drop(index="checkpoints") / table.loc["checkpoints"]
+    # sideways failed in most nearly passing checkpoints before, in few with single-axis envs
+    assert share.loc["left_0.15", "turning"] > 0.5 > share.loc["left_0.15", "axes"]
+    assert share["axes"].idxmax() == "forward_0.4"
+    # and there it is single robots folding their legs within the first second
+    times = []
+    for run in axes:
+        for it, _, _ in run.gait:
+            verdict = run.verdict(it)
+            if {r["case"] for r in verdict["table"] if not r["passed"]} == {"forward_0.4"}:
+                times += [float(t) for t in re.findall(r"legs_collapsed at ([\d.]+) s",
+                                                       " ".join(verdict["failures"]))]
+    assert times and max(times) < 1.0
+
+
+def test_start_up_is_the_clock_before_the_first_iteration():
+    alone = wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE)
+    start_up = wr.start_up_s(alone)
+    wall = alone.scalars()["wall_time"]
+    first = alone.clock().seconds_at(int(wall.index.min()))
+    assert 0 < start_up < first
+    assert first - start_up == pytest.approx(wall.diff().median())
+
+
+def test_the_time_budget_table_is_the_benchmark_divided_into_the_budget():
+    table = wr.time_budget_table(100.0, budget_s=600.0)
+    where = wr._results_root(None) / wr.ENVS_BENCH
+    bench = pd.read_csv(where / "bench.csv").query(
+        "section == 'training' and metric == 'iteration_s'").set_index("num_envs")["median"]
+    assert list(table.index) == [2048, 4096, 8192] == list(bench.index)
+    for envs, seconds in bench.items():
+        iterations = table.loc[envs, "iterations in 10 min"]
+        assert iterations == int(500.0 // seconds)
+        transitions_m = round(iterations * envs * 24 / 1e6, 1)
+        assert table.loc[envs, "transitions in 10 min (M)"] == transitions_m
+        assert table.loc[envs, "as 4096-env iterations"] == round(iterations * envs / 4096)
+    assert (table["machine"] == "one NVIDIA H200, driver 580, CUDA 13.0").all()
+    # alone on the GPU, twice the envs cost less than twice the time: more experience per minute
+    assert table["transitions in 10 min (M)"].is_monotonic_increasing
+    assert table.loc[8192, "s per iteration alone (median)"] < 2 * table.loc[
+        4096, "s per iteration alone (median)"]
+    # a longer start-up leaves fewer iterations
+    assert (wr.time_budget_table(300.0)["iterations in 10 min"] < table[
+        "iterations in 10 min"]).all()
+
+
+def test_chapter_4_quotes_the_first_passing_iterations_it_compares_the_budget_with():
+    # "The seeds that passed first needed 500 iterations of 4096 environments side by side and
+    # 650 alone" (chapter 4, "What ten minutes buy")
+    side_by_side = [*wr.seed_runs(recipe=wr.WALKER_TURNING),
+                    *wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)]
+    firsts = [hit[0] for r in side_by_side if (hit := wr.first_passing(r)) is not None]
+    assert min(firsts) == 500
+    assert wr.first_passing(wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE))[0] == 650
+    assert {r.stages[0][1].config["num_envs"] for r in wr.seed_runs(recipe=wr.WALKER_TURNING)} == {
+        4096}

@@ -174,7 +174,8 @@ def test_the_published_summary_records_fold_what_they_say():
                               wr.gait_history_folder(wr.WALKER_HEADING),
                               wr.gait_history_folder(wr.WALKER_TURNING),
                               wr.gait_history_folder(wr.WALKER_TURNING_ALONE),
-                              wr.gait_history_folder(wr.WALKER_TURNING_SHORT)}  # fmt: skip
+                              wr.gait_history_folder(wr.WALKER_TURNING_SHORT),
+                              wr.gait_history_folder(wr.WALKER_TURNING_AXES)}  # fmt: skip
     counts = {name: r.summary["runs"] for name, r in summaries.items()}
     assert counts == {results.RECIPE_REPLAYS: 5, results.PRESET_HISTORY: 28,
                       wr.gait_history_folder(wr.WALKER): 39,
@@ -184,7 +185,9 @@ def test_the_published_summary_records_fold_what_they_say():
                       wr.gait_history_folder(wr.WALKER_TURNING): 34,
                       wr.gait_history_folder(wr.WALKER_TURNING_ALONE): 15,
                       # 3 seeds x 14 checkpoints (every 50th from 150, and 799)
-                      wr.gait_history_folder(wr.WALKER_TURNING_SHORT): 42}  # fmt: skip
+                      wr.gait_history_folder(wr.WALKER_TURNING_SHORT): 42,
+                      # every 50th checkpoint from 300 to 650, seed 44's to 600
+                      wr.gait_history_folder(wr.WALKER_TURNING_AXES): 23}  # fmt: skip
     for name, record in summaries.items():
         records.verify_artifacts(record, RESULTS / name)
         runs = folds.load_fold(RESULTS / name)

@@ -115,16 +115,17 @@ class TrainingClock:
 
 
 def progress_table(
-    verdicts: Iterable[tuple[int, Mapping[str, Any]]], clock: TrainingClock
+    verdicts: Iterable[tuple[int, Mapping[str, Any]]], clock: TrainingClock | None
 ) -> pd.DataFrame:
-    """One row per evaluated checkpoint: iteration, minutes of training, one column per skill,
+    """One row per evaluated checkpoint: iteration, minutes of training (NaN without a
+    ``clock``: gait tests published without their training), one column per skill,
     ``walker`` (every skill) and the number of failed conditions."""
     rows = []
     for iteration, verdict in sorted(verdicts, key=lambda item: item[0]):
         held = skills_held(verdict["table"], verdict["thresholds"])
         rows.append({
             "iteration": iteration,
-            "minutes": clock.seconds_at(iteration) / 60.0,
+            "minutes": clock.seconds_at(iteration) / 60.0 if clock else float("nan"),
             **held,
             "walker": all(held.values()),
             "failed_conditions": len(verdict["failures"]),

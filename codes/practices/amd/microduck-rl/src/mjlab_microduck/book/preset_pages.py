@@ -28,7 +28,7 @@ BUILT_ON: dict[str, tuning.VelocityTuning | None] = {
     "forward_tracking_low_air": tuning.FORWARD_TRACKING,
     "walker": tuning.FORWARD_TRACKING, "walker_narrow": tuning.WALKER,
     "walker_heading": tuning.WALKER, "walker_turning": tuning.WALKER_HEADING,
-    "walker_turning_short": tuning.WALKER_TURNING,
+    "walker_turning_short": tuning.WALKER_TURNING, "walker_turning_axes": tuning.WALKER_TURNING,
 }  # fmt: skip
 """The preset each one was derived from (None: the upstream figures)."""
 LABELS = {
@@ -45,8 +45,8 @@ LABELS = {
 TABLE_PRESETS = (tuning.UPSTREAM, tuning.BOOK, tuning.GAIT_SLOW, tuning.STEPPING,
                  tuning.FORWARD_TRACKING, tuning.FORWARD_TRACKING_LOW_AIR, tuning.WALKER,
                  tuning.WALKER_NARROW, tuning.WALKER_HEADING, tuning.WALKER_TURNING,
-                 tuning.WALKER_TURNING_SHORT)  # fmt: skip
-LEVERS = ("walker_turning", "walker_turning_short")
+                 tuning.WALKER_TURNING_SHORT, tuning.WALKER_TURNING_AXES)  # fmt: skip
+LEVERS = ("walker_turning", "walker_turning_short", "walker_turning_axes")
 """Levers tried on the recipe that passes: their rows need their runs (``preset_table``)."""
 STANDS_BELOW_M = 0.05
 """A preset whose largest 4 s displacement stays below this "stands"."""
@@ -170,17 +170,21 @@ def lever_outcome(runs: Sequence[Any], alone: Sequence[Any] = ()) -> str:
     """The outcome of a lever tried on the recipe that passes: in how many of its seeds (each a
     :class:`~mjlab_microduck.book.walker_results.SeedRun`) a checkpoint passes the gait test by
     the last one tested, the first to pass and, for ``alone`` (a seed trained again alone on
-    the GPU), the first to pass there."""
+    the GPU), the first to pass there. The first is the one reached soonest; for a recipe
+    published by its gait tests alone (no training clock) it is the earliest iteration."""
     first = walker_results.first_passing
     last = max(int(run.progress()["iteration"].max()) for run in runs)
-    at = f" ({runs[0].stages[0][1].config['num_envs']} envs each)"
+    at = f" ({runs[0].stages[0][1].config['num_envs']} envs each)" if runs[0].stages else ""
     hits = {run.seed: hit for run in runs if (hit := first(run)) is not None}
     if not hits:
         return f"no checkpoint of its {len(runs)} seeds{at} passes the gait test by model_{last}"
-    seed, (iteration, minutes) = min(hits.items(), key=lambda item: item[1][1])
+    timed = all(math.isfinite(minutes) for _, minutes in hits.values())
+    seed, (iteration, minutes) = min(hits.items(), key=lambda item: item[1][1 if timed else 0])
+    when = f"{minutes:.1f} min, " if timed else ""
     text = (
         f"passes in {len(hits)} of its {len(runs)} seeds{at} by model_{last}: seed {seed} from "
-        f"model_{iteration} ({minutes:.1f} min, {len(runs)} trainings sharing the GPU)"
+        f"model_{iteration} ({when}{len(runs)} trainings sharing the GPU"
+        + ("" if timed else "; published by its gait tests alone") + ")"
     )
     for run in alone:
         hit = first(run)
@@ -244,12 +248,16 @@ def kernel_share(error: float, std: float) -> float:
 
 def candidate_table(results_root: str | Path) -> pd.DataFrame:
     """The presets registered to sharpen tracking (``tuning.CANDIDATE_PRESETS``): their
-    tracking kernels and weight, and whether a training run published in ``results_root``
-    used them."""
+    tracking kernels and weight, and whether a run published in ``results_root`` trained them
+    (a training run's tuning, or the preset's own task in a gait test of a recipe published
+    by its gait tests alone)."""
     from mjlab_microduck.runs import records
 
-    trained = {rec.config.get("tuning", {}).get("name")
-               for _, rec in records.find_records(results_root)}  # fmt: skip
+    published = [rec.config for _, rec in records.find_records(results_root)]
+    trained = {config.get("tuning", {}).get("name") for config in published}
+    tasks = {str(config.get("task", "")) for config in published}
+    trained |= {p.name for p in tuning.CANDIDATE_PRESETS
+                if any(task.endswith(f"-{p.task_suffix}") for task in tasks)}  # fmt: skip
     rows = {
         p.name: {"tracking std (m/s)": p.lin_vel_std_m_s,
                  "yaw-rate std (rad/s)": round(p.ang_vel_std_rad_s, 2),

@@ -82,7 +82,8 @@ WALKER_HEADING_RUNS = recipe_runs(
 )
 WALKER_TURNING_RUNS = (*recipe_runs(wr.WALKER_TURNING),
                        *recipe_runs(wr.WALKER_TURNING_ALONE, seeds=(43,)),
-                       *recipe_runs(wr.WALKER_TURNING_SHORT))  # fmt: skip
+                       *recipe_runs(wr.WALKER_TURNING_SHORT),
+                       *recipe_runs(wr.WALKER_TURNING_AXES))  # fmt: skip
 WALKER_CI_GAIT = "cpu_walker_heading_gait_s42_model_999"
 """The published walker's gait test on a CPU at ci size (``walker.json``'s ``ci_gait_record``)."""
 
@@ -121,14 +122,16 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
     ChapterRuns(
         "notebooks/04_train_500", "The 500-iteration run",
         (*ALL_PRESET_RUNS, *WALKER_RUNS, *WALKER_NARROW_RUNS, *WALKER_HEADING_RUNS,
-         *WALKER_TURNING_RUNS, "bench_h200"),
+         *WALKER_TURNING_RUNS, "bench_h200", wr.ENVS_BENCH),
         "The recorded first stage (`results.RECIPE_RUN_500`) and its replay of `model_499.pt`; "
         "every preset's runs and protocol replays (`acceptance.preset_outcomes`), the "
         "superseded ones as rows of summary records; the walker recipes at scale "
         "(`walker_results.seed_runs`: their training stages, their gait histories and the "
         "gait tests kept whole), the turn-in-place lever's seed 43 trained again alone and "
         "its short-rollout variant at 8192 envs (`walker_results.time_to_walk_table`), the "
-        "walker (`walker.json`); the benchmark's time per iteration (`bench_h200/bench.csv`).",
+        "single-axis lever by its gait tests alone, the walker (`walker.json`); the "
+        "benchmarks' time per iteration (`bench_h200/bench.csv`, and the walker task's by env "
+        "count: `walker_results.time_budget_table`).",
     ),
     ChapterRuns(
         "notebooks/05_resume_1500", "Resuming to 1500 updates",

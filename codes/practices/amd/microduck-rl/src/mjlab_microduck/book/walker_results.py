@@ -30,7 +30,11 @@ SEEDS = (42, 43, 44)
 
 @dataclass(frozen=True)
 class Recipe:
-    """A recipe trained at scale: its run-name prefix, its task and its stages in chain order."""
+    """A recipe trained at scale: its run-name prefix, its task and its stages in chain order.
+
+    A recipe with no stages is published by its gait tests alone (each names the checkpoint it
+    tested and its SHA-256): what its checkpoints can do is known, how long training took is
+    not, so its minutes read NaN."""
 
     name: str
     task: str
@@ -60,10 +64,22 @@ again alone on one GPU for its time to walk (``h200_walker_turning_alone_main_s4
 WALKER_TURNING_SHORT = Recipe(
     "walker_turning_short", "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningShortTuning", ("main",)
 )
+# WALKER_TURNING_AXES: WALKER_TURNING plus single-axis envs (tasks/axis_command.py). Published by
+# its gait tests alone: its three trainings (4096 envs each, side by side on one H200) ended ok,
+# but their records and checkpoints stayed on the machine; each gait test names the checkpoint
+# it tested by path and SHA-256.
+WALKER_TURNING_AXES = Recipe(
+    "walker_turning_axes", "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningAxesTuning", ()
+)
 WALKER_TASK = WALKER.task
 CANDIDATE_GAIT_TEST = "h200_walker_gait_s42_model_550"
 """The gait test of the walker recipe's candidate, kept whole beside the recipe's gait history:
 pages plot its robots (``robots.csv``) and the drive page compares with them."""
+ENVS_BENCH = "h200_walker_envs_bench"
+"""The walker task's PPO iteration alone on one H200 at 2048, 4096 and 8192 envs (a
+``microduck bench`` run of its training section)."""
+TIME_TO_WALK_TARGET_S = 600.0
+"""The time to walk the book aims at: 10 minutes from launch on one GPU."""
 WALKER_FILENAME = "walker.json"
 """``book/results/walker.json``: the published walker, once a checkpoint passes the gait test."""
 
@@ -127,9 +143,10 @@ class SeedRun:
         return self.verdicts[iteration]
 
     def progress(self) -> pd.DataFrame:
-        """Skills held per gait-tested checkpoint, with minutes of training (analysis.walker)."""
+        """Skills held per gait-tested checkpoint, with minutes of training (analysis.walker;
+        NaN for a recipe published by its gait tests alone)."""
         verdicts = [(it, self.verdicts[it]) for it, _, _ in self.gait]
-        return walker.progress_table(verdicts, self.clock())
+        return walker.progress_table(verdicts, self.clock() if self.stages else None)
 
     def heading_share(self, iteration: int, cases: tuple[str, ...]) -> float | None:
         """The share of robot runs, over the cases whose name starts with one of ``cases``,
@@ -324,6 +341,46 @@ def time_to_walk_table(groups: Mapping[str, Sequence[SeedRun]]) -> pd.DataFrame:
             else float("nan"),
         })  # fmt: skip
     return pd.DataFrame(rows).set_index("runs")
+
+
+def start_up_s(run: SeedRun) -> float:
+    """Seconds from launching ``run``'s training to its first iteration: env creation, kernel
+    compilation and graph capture (the clock at the first logged iteration, less a median
+    iteration)."""
+    wall = run.scalars()["wall_time"].dropna()
+    return run.clock().seconds_at(int(wall.index.min())) - float(wall.diff().median())
+
+
+def time_budget_table(
+    start_up: float,
+    budget_s: float = TIME_TO_WALK_TARGET_S,
+    results_root: str | Path | None = None,
+    bench: str = ENVS_BENCH,
+    reference_envs: int = 4096,
+) -> pd.DataFrame:
+    """What ``budget_s`` from launch buys one training alone on the benchmarked GPU, per env
+    count (a row) of ``bench``'s training section: its median seconds per iteration, the
+    iterations that fit after ``start_up`` seconds, the transitions they collect and those
+    transitions counted in iterations of ``reference_envs`` envs."""
+    where = _results_root(results_root) / bench
+    record = records.load_record(where)
+    frame = pd.read_csv(where / "bench.csv")
+    steps = int(record.config["steps_per_env"])
+    timed = frame.query("section == 'training' and metric == 'iteration_s'")
+    minutes = f"{budget_s / 60.0:g} min"
+    rows = []
+    for envs, seconds in zip(timed["num_envs"], timed["median"], strict=True):
+        iterations = int((budget_s - start_up) // seconds)
+        rows.append({
+            "envs": int(envs),
+            "run": bench,
+            "machine": tables.record_machine_text(record),
+            "s per iteration alone (median)": round(float(seconds), 2),
+            f"iterations in {minutes}": iterations,
+            f"transitions in {minutes} (M)": round(iterations * envs * steps / 1e6, 1),
+            f"as {reference_envs}-env iterations": round(iterations * envs / reference_envs),
+        })  # fmt: skip
+    return pd.DataFrame(rows).set_index("envs")
 
 
 NEAR_PASS_MAX_FAILED = 15
