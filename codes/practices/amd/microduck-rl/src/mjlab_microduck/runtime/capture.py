@@ -95,8 +95,9 @@ def init_warp_quietly() -> list[str]:
     warning from native code (``Warp CUDA warning: Could not find or load the NVIDIA CUDA
     driver``) that is a fact about the machine, not a problem of the run. Jobs that build an
     environment call this first, so the text lands nowhere unless they record it; it also keeps
-    clang's CPU-feature warning out of later kernel builds (:mod:`mjlab_microduck.compat.cpu_flags`).
-    A no-op (returning nothing) once Warp is initialised.
+    clang's CPU-feature warning out of later kernel builds
+    (:mod:`mjlab_microduck.compat.cpu_flags`). A no-op (returning nothing) once Warp is
+    initialised.
     """
     import warp as wp
 
