@@ -11,7 +11,10 @@ broadphase      a fresh broadphase every HIP step, whatever shape the ROCm fork'
 render_textures skip texture creation for raycast-only render contexts on HIP
 =============== ==============================================================================
 
-``install_all()`` is called when :mod:`mjlab_microduck` is imported. It also honours the opt-in
+``install_all()`` is called when :mod:`mjlab_microduck` is imported. Every path that builds a
+simulation calls it first, so it also keeps clang's CPU-feature warning out of Warp's CPU kernel
+builds (:mod:`mjlab_microduck.compat.cpu_flags`: a setting, not a fix, it changes no result;
+``uninstall_all()`` puts Warp's default back). It also honours the opt-in
 fault injection ``MICRODUCK_FAULT_FROZEN_BROADPHASE=1`` (see :mod:`mjlab_microduck.compat.faults`),
 so a training subprocess started with that variable reproduces the broken ROCm cache on any backend.
 ``report()`` / ``report_frame()`` say what each fix did and why.
@@ -36,8 +39,10 @@ _HOOKS = (warp_alias, hip_stepping, broadphase, render_textures)
 def install_all() -> list[HookStatus]:
     """Install every fix whose condition holds (idempotent) and apply the fault-injection env
     var. Returns one status per fix (plus the fault status when the fault is on)."""
+    from mjlab_microduck.compat import cpu_flags, faults
+
+    cpu_flags.quiet_cpu_feature_warning()  # before the first CPU kernel is built
     statuses = [hook.install() for hook in _HOOKS]
-    from mjlab_microduck.compat import faults
 
     fault = faults.install_from_env()
     if fault.active:
@@ -47,11 +52,12 @@ def install_all() -> list[HookStatus]:
 
 def uninstall_all() -> None:
     """Undo every fix (and the fault injection), restoring exactly what was there before."""
-    from mjlab_microduck.compat import faults
+    from mjlab_microduck.compat import cpu_flags, faults
 
     faults.disable()
     for hook in reversed(_HOOKS):
         hook.uninstall()
+    cpu_flags.restore()
 
 
 def report() -> list[HookStatus]:

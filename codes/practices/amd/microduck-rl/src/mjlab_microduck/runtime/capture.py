@@ -94,16 +94,11 @@ def init_warp_quietly() -> list[str]:
     Warp prints a banner when it initialises and, on a machine without an NVIDIA driver, a
     warning from native code (``Warp CUDA warning: Could not find or load the NVIDIA CUDA
     driver``) that is a fact about the machine, not a problem of the run. Jobs that build an
-    environment call this first, so the text lands nowhere unless they record it; it also keeps
-    clang's CPU-feature warning out of later kernel builds
-    (:mod:`mjlab_microduck.compat.cpu_flags`). A no-op (returning nothing) once Warp is
-    initialised.
+    environment call this first, so the text lands nowhere unless they record it. A no-op
+    (returning nothing) once Warp is initialised.
     """
     import warp as wp
 
-    from mjlab_microduck.compat import cpu_flags
-
-    cpu_flags.quiet_cpu_feature_warning()
     with held_output((1, 2)) as native:
         wp.init()
     return native.lines()

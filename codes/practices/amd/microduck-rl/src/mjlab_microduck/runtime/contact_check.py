@@ -116,9 +116,8 @@ def simulate_drop(
     import mujoco
 
     from mjlab_microduck import compat
-    from mjlab_microduck.compat import _hook, cpu_flags, faults
+    from mjlab_microduck.compat import _hook, faults
 
-    cpu_flags.quiet_cpu_feature_warning()
     compat.install_all()
     import mujoco_warp as mjw
     import warp as wp

@@ -1,15 +1,13 @@
 """MicroDuck tasks, registered with mjlab (the ``mjlab.tasks`` entry point imports this module).
 
-Before anything else it picks MuJoCo's offscreen GL backend, keeps clang's CPU-feature warning
-out of Warp's CPU kernel builds and installs the compatibility hooks: mjlab reads
-``warp.context`` when the first simulation is built, so the hooks must be in place before any
-task can be made. This is the only import with side effects in the package.
+Before anything else it picks MuJoCo's offscreen GL backend and installs the compatibility
+hooks: mjlab reads ``warp.context`` when the first simulation is built, so the hooks must be in
+place before any task can be made. This is the only import with side effects in the package.
 """
 
-from mjlab_microduck.compat import cpu_flags, gl_backend
+from mjlab_microduck.compat import gl_backend
 
 gl_backend.choose_gl_backend()  # MuJoCo reads MUJOCO_GL once, when first imported
-cpu_flags.quiet_cpu_feature_warning()  # before the first CPU kernel is built
 
 from functools import partial
 
