@@ -65,11 +65,15 @@ def test_preset_table_from_the_published_records():
     alone = [wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE)]
     short = wr.seed_runs(recipe=wr.WALKER_TURNING_SHORT)
     axes = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)
+    axes_8192 = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_8192)
     table = preset_pages.preset_table(
         wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW), walker_record=walker_record,
         levers={"walker_turning": (turning, alone), "walker_turning_short": (short, ()),
-                "walker_turning_axes": (axes, ())})
-    assert list(table.index) == [p.name.upper() for p in preset_pages.TABLE_PRESETS]
+                "walker_turning_axes": (axes, ()), "walker_turning_axes_8192": (axes_8192, ())})
+    # one row per preset, and the env-count lever right under the preset it trains again
+    untrained = tuning.WALKER_TURNING_AXES_MORE_UPDATES  # a lever without runs: no row
+    assert list(table.index) == [*(p.name.upper() for p in preset_pages.TABLE_PRESETS
+                                   if p is not untrained), "WALKER_TURNING_AXES × 8192 envs"]
     assert list(table.columns) == ["built on", "what it changed", "outcome"]
     assert table.loc["WALKER", "built on"] == "FORWARD_TRACKING"
     assert "3 seeds" in table.loc["WALKER", "outcome"]
@@ -101,22 +105,33 @@ def test_preset_table_from_the_published_records():
     assert short_row["built on"] == "WALKER_TURNING"
     assert short_row["what it changed"] == "rollout per env and iteration 24 → 12 steps"
     assert [wr.first_passing(r) for r in short] == [None, None, None]
+    closest = min((int(row["failed_conditions"]), int(row["iteration"]), r.seed)
+                  for r in short for _, row in r.progress().iterrows())
     assert short_row["outcome"] == (
-        "no checkpoint of its 3 seeds (8192 envs each) passes the gait test by model_799")
-    # The single-axis lever, published by its gait tests alone: no minutes, no env count, and
-    # its first passing checkpoint is the earliest one.
+        "no checkpoint of its 3 seeds (8192 envs each) passes the gait test by model_799; the "
+        f"closest, seed {closest[2]}'s model_{closest[1]}, fails {closest[0]} conditions")
+    # The single-axis lever, published by its gait tests alone: no minutes, and its first
+    # passing checkpoint is the earliest one.
     axes_row = table.loc["WALKER_TURNING_AXES"]
     assert axes_row["built on"] == "WALKER_TURNING"
     assert axes_row["what it changed"].startswith("single-axis envs: 30% of the draws")
     assert [wr.first_passing(r) is not None for r in axes] == [False, True, False]
     assert axes_row["outcome"] == (
-        "passes in 1 of its 3 seeds by model_650: seed 43 from model_500 (3 trainings sharing "
-        "the GPU; published by its gait tests alone)")
+        "passes in 1 of its 3 seeds (4096 envs each) by model_650: seed 43 from model_500 (3 "
+        "trainings sharing the GPU; published by its gait tests alone)")
+    # The same preset at 8192 envs: no seed passes, and the closest checkpoint is named.
+    wide_row = table.loc["WALKER_TURNING_AXES × 8192 envs"]
+    assert (wide_row["built on"], wide_row["what it changed"]) == (
+        "WALKER_TURNING_AXES", "8192 envs per training instead of 4096")
+    assert wide_row["outcome"] == (
+        "no checkpoint of its 3 seeds (8192 envs each) passes the gait test by model_375; the "
+        "closest, seed 42's model_350, fails 19 conditions")
     # Without a published walker, or without the levers' runs, their rows are left out.
     without = preset_pages.preset_table(wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW))
     assert {"WALKER_HEADING", *(n.upper() for n in preset_pages.LEVERS)}.isdisjoint(
         without.index)
-    assert len(without) == len(table) - 1 - len(preset_pages.LEVERS)
+    assert set(without.index) == {p.name.upper() for p in preset_pages.TABLE_PRESETS} - {
+        "WALKER_HEADING", *(n.upper() for n in preset_pages.LEVERS)}
     with pytest.raises(ValueError, match="not a lever of the table"):
         preset_pages.preset_table(wr.seed_runs(), (), levers={"walker": (turning, ())})
 
@@ -125,19 +140,25 @@ def test_a_lever_without_a_training_clock_is_judged_by_iteration():
     def run(seed, passes_at, minutes=float("nan")):
         rows = [{"iteration": it, "minutes": minutes, "walker": it >= passes_at,
                  "failed_conditions": 0 if it >= passes_at else 3} for it in (300, 350, 400)]
-        return SimpleNamespace(seed=seed, stages=(), progress=lambda: pd.DataFrame(rows))
+        return SimpleNamespace(seed=seed, stages=(), progress=lambda: pd.DataFrame(rows),
+                               recipe=SimpleNamespace(num_envs=2048))
 
     untimed = [run(42, 400), run(43, 350)]
     assert preset_pages.lever_outcome(untimed) == (
-        "passes in 2 of its 2 seeds by model_400: seed 43 from model_350 (2 trainings sharing "
-        "the GPU; published by its gait tests alone)")
+        "passes in 2 of its 2 seeds (2048 envs each) by model_400: seed 43 from model_350 (2 "
+        "trainings sharing the GPU; published by its gait tests alone)")
+    # none passing: the closest is the fewest failed conditions, the earliest of equals
+    assert preset_pages.lever_outcome([run(42, 999), run(43, 999)]) == (
+        "no checkpoint of its 2 seeds (2048 envs each) passes the gait test by model_400; the "
+        "closest, seed 42's model_300, fails 3 conditions")
 
 
 def test_a_lever_no_seed_passes_says_so_with_its_last_tested_checkpoint():
     narrow = wr.seed_runs(recipe=wr.WALKER_NARROW)
     last = max(int(r.progress()["iteration"].max()) for r in narrow)
-    assert preset_pages.lever_outcome(narrow) == (
-        f"no checkpoint of its 3 seeds (4096 envs each) passes the gait test by model_{last}")
+    assert preset_pages.lever_outcome(narrow).startswith(
+        f"no checkpoint of its 3 seeds (4096 envs each) passes the gait test by model_{last}; "
+        "the closest, seed ")
 
 
 def test_candidate_table_lists_every_candidate_and_what_was_trained(tmp_path):
@@ -161,3 +182,10 @@ def test_candidate_table_lists_every_candidate_and_what_was_trained(tmp_path):
     table = preset_pages.candidate_table(tmp_path)
     assert set(table.index[table["trained"]]) == {"walker", "walker_turning_axes"}
     assert table.loc["walker", "yaw-rate std (rad/s)"] == round(tuning.WALKER.ang_vel_std_rad_s, 2)
+
+
+def test_every_table_preset_says_what_it_changed():
+    for preset in preset_pages.TABLE_PRESETS:
+        assert preset_pages.changes(preset)
+    assert preset_pages.changes(tuning.WALKER_TURNING_AXES_MORE_UPDATES) == (
+        "PPO mini-batches per epoch 4 → 8")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -12,6 +13,7 @@ from mjlab_microduck.analysis import gait, walker
 from mjlab_microduck.book import walker_results as wr
 from mjlab_microduck.runs import records
 
+RESULTS = Path(__file__).resolve().parents[2] / "book" / "results"
 PUBLISHED_CHECKPOINTS = {42: {550}, 43: set(), 44: set()}
 """The WALKER checkpoint still published: its candidate (s42, 550), which the drive page falls
 back to and an exercise gait-tests."""
@@ -396,6 +398,41 @@ def test_a_recipe_published_by_its_gait_tests_alone_has_no_clock():
             assert len(record.config["checkpoint_sha256"]) == 64
     first = {r.seed: wr.first_passing(r) for r in runs}
     assert first[43][0] == 500 and first[42] is None and first[44] is None
+
+
+def test_every_recipe_says_the_env_count_its_training_records_ran():
+    recipes = [v for v in vars(wr).values() if isinstance(v, wr.Recipe)]
+    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 9
+    checked = 0
+    for recipe in recipes:
+        for stage in recipe.stages:
+            for seed in wr.SEEDS:
+                where = RESULTS / wr.stage_folder(recipe, stage, seed)
+                if where.is_dir():  # a recipe's seed trained again alone is one seed
+                    assert records.load_record(where).config["num_envs"] == recipe.num_envs
+                    checked += 1
+    assert checked == 19  # WALKER: 2 stages x 3 seeds; 4 recipes x 3 seeds; one seed alone
+
+
+def test_twice_the_envs_learn_less_per_transition():
+    axes = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)
+    wide = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_8192)
+    assert wr.WALKER_TURNING_AXES_8192.task == wr.WALKER_TURNING_AXES.task
+    frame = wr.transitions_table({"4096": axes, "8192": wide})
+    assert list(frame.columns) == ["runs", "seed", "iteration", "envs", "transitions (M)",
+                                   "failed conditions"]
+    assert len(frame) == sum(len(r.gait) for r in (*axes, *wide))
+    # (iteration + 1) x envs x 24 steps
+    row = frame.query("runs == '8192' and seed == 42 and iteration == 350").iloc[0]
+    assert row["envs"] == 8192 and row["transitions (M)"] == pytest.approx(351 * 8192 * 24 / 1e6)
+    assert row["failed conditions"] == 19
+    # at the same experience (49-74 M transitions), 4096 envs fail fewer conditions: a pass
+    # there, none with 8192
+    span = frame[frame["transitions (M)"].between(49, 74)]
+    best = span.groupby("runs")["failed conditions"].min()
+    assert best["4096"] == 0 and best["8192"] == 19
+    with pytest.raises(KeyError, match="not the task of a tuning preset"):
+        wr.transitions_table({"x": [replace(wide[0], recipe=wr.Recipe("x", "Mjlab-X", ()))]})
 
 
 def test_single_axis_envs_leave_the_fastest_forward_walk_failing_last():

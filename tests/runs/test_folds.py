@@ -175,7 +175,8 @@ def test_the_published_summary_records_fold_what_they_say():
                               wr.gait_history_folder(wr.WALKER_TURNING),
                               wr.gait_history_folder(wr.WALKER_TURNING_ALONE),
                               wr.gait_history_folder(wr.WALKER_TURNING_SHORT),
-                              wr.gait_history_folder(wr.WALKER_TURNING_AXES)}  # fmt: skip
+                              wr.gait_history_folder(wr.WALKER_TURNING_AXES),
+                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_8192)}  # fmt: skip
     counts = {name: r.summary["runs"] for name, r in summaries.items()}
     assert counts == {results.RECIPE_REPLAYS: 5, results.PRESET_HISTORY: 28,
                       wr.gait_history_folder(wr.WALKER): 39,
@@ -187,7 +188,9 @@ def test_the_published_summary_records_fold_what_they_say():
                       # 3 seeds x 14 checkpoints (every 50th from 150, and 799)
                       wr.gait_history_folder(wr.WALKER_TURNING_SHORT): 42,
                       # every 50th checkpoint from 300 to 650, seed 44's to 600
-                      wr.gait_history_folder(wr.WALKER_TURNING_AXES): 23}  # fmt: skip
+                      wr.gait_history_folder(wr.WALKER_TURNING_AXES): 23,
+                      # the tests written before the trainings ended (every 25th from 275)
+                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_8192): 8}  # fmt: skip
     for name, record in summaries.items():
         records.verify_artifacts(record, RESULTS / name)
         runs = folds.load_fold(RESULTS / name)

@@ -254,6 +254,10 @@ def test_each_task_reaches_its_presets_terms_and_nothing_else():
         "walker_turning_axes": {"commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
                                 "standing_stages": tuning.UPSTREAM_STANDING, "heading": None,
                                 "turn_in_place": None, "single_axis": None},
+        "walker_turning_axes_more_updates": {
+            "commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
+            "standing_stages": tuning.UPSTREAM_STANDING, "heading": None, "turn_in_place": None,
+            "single_axis": None, "num_mini_batches": 4},
     }
     for preset in tuning.CANDIDATE_PRESETS:
         back = replace(preset, name="forward_tracking", **undo[preset.name])
@@ -273,3 +277,17 @@ def test_the_heading_walker_trains_with_mjlabs_heading_command_in_half_the_envs(
     assert play.rel_heading_envs == 0.0 and play.rel_standing_envs == 0.0
     walker = env_cfg_of_task(f"{TASK_ID}-WalkerTuning").commands["twist"]
     assert not walker.heading_command and walker.ranges.heading is None
+
+
+def test_a_preset_sets_the_ppo_mini_batches_of_its_task():
+    from mjlab_microduck.tasks import tuning
+    from mjlab_microduck.tasks.registry import load_rl_cfg
+    from mjlab_microduck.tasks.velocity import TASK_ID
+
+    more = tuning.WALKER_TURNING_AXES_MORE_UPDATES
+    assert more.num_mini_batches == 8 and tuning.WALKER_TURNING_AXES.num_mini_batches == 4
+    assert tuning.preset_of_task(f"{TASK_ID}-{more.task_suffix}") is more
+    assert load_rl_cfg(f"{TASK_ID}-{more.task_suffix}").algorithm.num_mini_batches == 8
+    assert load_rl_cfg(f"{TASK_ID}-WalkerTurningAxesTuning").algorithm.num_mini_batches == 4
+    # the rest of the update is the same: 5 epochs, the same learning rate schedule
+    assert load_rl_cfg(f"{TASK_ID}-{more.task_suffix}").algorithm.num_learning_epochs == 5

@@ -261,9 +261,9 @@ def delay_sweep(folder: Path, delays: tuple[int, ...] = (0, 1, 2, 3)) -> pd.Data
 def randomisation(task: str, scene_xml: Path) -> dict[str, str]:
     """What the task randomises at start-up (as text) beside the exported, nominal robot."""
     import mujoco
-    from mjlab.tasks.registry import load_env_cfg
 
     from mjlab_microduck.robot.constants import FOOT_GEOMS
+    from mjlab_microduck.tasks.registry import load_env_cfg
 
     events = load_env_cfg(task, play=True).events
     model = mujoco.MjModel.from_xml_path(str(scene_xml))

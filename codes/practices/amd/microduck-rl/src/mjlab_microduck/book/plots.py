@@ -45,3 +45,31 @@ def plot_curves(
         fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def plot_failed_by_transitions(frame: pd.DataFrame, ax: Axes | None = None) -> Figure:
+    """Failed gait-test conditions against the millions of transitions collected to each
+    tested checkpoint (the frame of ``walker_results.transitions_table``): one line per group
+    of runs and seed, one colour per group, the seed as the line style."""
+    import matplotlib.pyplot as plt
+
+    if frame.empty:
+        raise ValueError("plot_failed_by_transitions needs at least one gait-tested checkpoint")
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7, 3.2))
+    fig = ax.figure
+    styles = ("-", "--", ":", "-.")
+    seeds = sorted(frame["seed"].unique())
+    for number, (label, group) in enumerate(frame.groupby("runs", sort=False)):
+        for seed, points in group.groupby("seed"):
+            points = points.sort_values("transitions (M)")
+            ax.plot(points["transitions (M)"], points["failed conditions"], marker="o",
+                    markersize=3, color=f"C{number}", linestyle=styles[seeds.index(seed) % 4],
+                    label=f"{label}, seed {seed}")  # fmt: skip
+    ax.set_xlabel("transitions collected (millions)")
+    ax.set_ylabel("failed conditions")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig

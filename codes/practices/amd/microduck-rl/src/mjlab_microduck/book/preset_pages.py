@@ -29,6 +29,7 @@ BUILT_ON: dict[str, tuning.VelocityTuning | None] = {
     "walker": tuning.FORWARD_TRACKING, "walker_narrow": tuning.WALKER,
     "walker_heading": tuning.WALKER, "walker_turning": tuning.WALKER_HEADING,
     "walker_turning_short": tuning.WALKER_TURNING, "walker_turning_axes": tuning.WALKER_TURNING,
+    "walker_turning_axes_more_updates": tuning.WALKER_TURNING_AXES,
 }  # fmt: skip
 """The preset each one was derived from (None: the upstream figures)."""
 LABELS = {
@@ -40,13 +41,24 @@ LABELS = {
     "ang_vel_std_rad_s": ("yaw-rate std", "rad/s"), "tracking_weight": ("tracking weight", ""),
     "air_time_weight": ("air-time weight", ""),
     "steps_per_env": ("rollout per env and iteration", "steps"),
+    "num_mini_batches": ("PPO mini-batches per epoch", ""),
 }  # fmt: skip
 """How a changed numeric field reads in the table: its label and unit."""
 TABLE_PRESETS = (tuning.UPSTREAM, tuning.BOOK, tuning.GAIT_SLOW, tuning.STEPPING,
                  tuning.FORWARD_TRACKING, tuning.FORWARD_TRACKING_LOW_AIR, tuning.WALKER,
                  tuning.WALKER_NARROW, tuning.WALKER_HEADING, tuning.WALKER_TURNING,
-                 tuning.WALKER_TURNING_SHORT, tuning.WALKER_TURNING_AXES)  # fmt: skip
-LEVERS = ("walker_turning", "walker_turning_short", "walker_turning_axes")
+                 tuning.WALKER_TURNING_SHORT, tuning.WALKER_TURNING_AXES,
+                 tuning.WALKER_TURNING_AXES_MORE_UPDATES)  # fmt: skip
+ENV_COUNT_LEVERS = {
+    lever.name: (lever, base)
+    for lever, base in (
+        (walker_results.WALKER_TURNING_AXES_8192, walker_results.WALKER_TURNING_AXES),
+    )
+}
+"""Levers that change only the envs per training of a recipe at scale: name -> (that recipe,
+the recipe it trains again); each has a row under the preset both train."""
+LEVERS = ("walker_turning", "walker_turning_short", "walker_turning_axes",
+          "walker_turning_axes_more_updates", *ENV_COUNT_LEVERS)  # fmt: skip
 """Levers tried on the recipe that passes: their rows need their runs (``preset_table``)."""
 STANDS_BELOW_M = 0.05
 """A preset whose largest 4 s displacement stays below this "stands"."""
@@ -174,23 +186,31 @@ def lever_outcome(runs: Sequence[Any], alone: Sequence[Any] = ()) -> str:
     published by its gait tests alone (no training clock) it is the earliest iteration."""
     first = walker_results.first_passing
     last = max(int(run.progress()["iteration"].max()) for run in runs)
-    at = f" ({runs[0].stages[0][1].config['num_envs']} envs each)" if runs[0].stages else ""
+    at = f" ({runs[0].recipe.num_envs} envs each)"
     hits = {run.seed: hit for run in runs if (hit := first(run)) is not None}
     if not hits:
-        return f"no checkpoint of its {len(runs)} seeds{at} passes the gait test by model_{last}"
+        closest = min(
+            (int(row["failed_conditions"]), int(row["iteration"]), run.seed)
+            for run in runs
+            for _, row in run.progress().iterrows()
+        )
+        return (
+            f"no checkpoint of its {len(runs)} seeds{at} passes the gait test by model_{last}; "
+            f"the closest, seed {closest[2]}'s model_{closest[1]}, fails {closest[0]} conditions"
+        )
     timed = all(math.isfinite(minutes) for _, minutes in hits.values())
     seed, (iteration, minutes) = min(hits.items(), key=lambda item: item[1][1 if timed else 0])
     when = f"{minutes:.1f} min, " if timed else ""
     text = (
         f"passes in {len(hits)} of its {len(runs)} seeds{at} by model_{last}: seed {seed} from "
         f"model_{iteration} ({when}{len(runs)} trainings sharing the GPU"
-        + ("" if timed else "; published by its gait tests alone") + ")"
+        + ("" if timed else "; published by its gait tests alone")
+        + ")"
     )
     for run in alone:
         hit = first(run)
-        text += (
-            f"; trained again alone, seed {run.seed} "
-            + (f"from model_{hit[0]} ({hit[1]:.1f} min)" if hit else "never passes")
+        text += f"; trained again alone, seed {run.seed} " + (
+            f"from model_{hit[0]} ({hit[1]:.1f} min)" if hit else "never passes"
         )
     return text
 
@@ -229,6 +249,15 @@ def preset_table(
                 "outcome": at_scale.get(p.name) or outcome_text(outcomes, p.name),
             }
         )
+        for name, (lever, base) in ENV_COUNT_LEVERS.items():
+            if base.name == p.name and name in at_scale:
+                rows.append({
+                    "preset": f"{p.name.upper()} × {lever.num_envs} envs",
+                    "built on": p.name.upper(),
+                    "what it changed": f"{lever.num_envs} envs per training instead of "
+                    f"{base.num_envs}",
+                    "outcome": at_scale[name],
+                })  # fmt: skip
     return pd.DataFrame(rows).set_index("preset")
 
 

@@ -24,6 +24,7 @@ import pandas as pd
 from mjlab_microduck.analysis import gait, walker
 from mjlab_microduck.book import tables
 from mjlab_microduck.runs import folds, records
+from mjlab_microduck.tasks import tuning
 
 SEEDS = (42, 43, 44)
 
@@ -39,6 +40,8 @@ class Recipe:
     name: str
     task: str
     stages: tuple[str, ...]
+    num_envs: int = 4096
+    """Envs per training (its stages' records say the same; a test checks)."""
 
 
 # WALKER: 500 iterations, resumed for 250. WALKER_NARROW: 500 iterations.
@@ -62,7 +65,10 @@ WALKER_TURNING_ALONE = Recipe("walker_turning_alone", WALKER_TURNING.task, ("mai
 again alone on one GPU for its time to walk (``h200_walker_turning_alone_main_s43``)."""
 # WALKER_TURNING_SHORT: WALKER_TURNING with half the rollout, trained at 8192 envs.
 WALKER_TURNING_SHORT = Recipe(
-    "walker_turning_short", "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningShortTuning", ("main",)
+    "walker_turning_short",
+    "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningShortTuning",
+    ("main",),
+    num_envs=8192,
 )
 # WALKER_TURNING_AXES: WALKER_TURNING plus single-axis envs (tasks/axis_command.py). Published by
 # its gait tests alone: its three trainings (4096 envs each, side by side on one H200) ended ok,
@@ -71,6 +77,10 @@ WALKER_TURNING_SHORT = Recipe(
 WALKER_TURNING_AXES = Recipe(
     "walker_turning_axes", "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningAxesTuning", ()
 )
+WALKER_TURNING_AXES_8192 = Recipe("walker_turning_axes_8192", WALKER_TURNING_AXES.task, (), 8192)
+"""WALKER_TURNING_AXES with twice the envs per training (three side by side on one H200, 400
+iterations), published by its gait tests alone: two of its three trainings' final records were
+not collected."""
 WALKER_TASK = WALKER.task
 CANDIDATE_GAIT_TEST = "h200_walker_gait_s42_model_550"
 """The gait test of the walker recipe's candidate, kept whole beside the recipe's gait history:
@@ -383,6 +393,26 @@ def time_budget_table(
     return pd.DataFrame(rows).set_index("envs")
 
 
+def transitions_table(groups: Mapping[str, Sequence[SeedRun]]) -> pd.DataFrame:
+    """Every gait-tested checkpoint of each group of runs (label: e.g. one recipe at one env
+    count) against the experience its training had collected: group, seed, iteration, envs,
+    transitions to it in millions (``(iteration + 1) x envs x rollout steps``, the rollout
+    read from the recipe's preset) and its failed conditions."""
+    rows = []
+    for label, runs in groups.items():
+        for run in runs:
+            preset = tuning.preset_of_task(run.recipe.task)
+            for iteration, row in run.progress().set_index("iteration").iterrows():
+                rows.append({
+                    "runs": label, "seed": run.seed, "iteration": int(iteration),
+                    "envs": run.recipe.num_envs,
+                    "transitions (M)": (iteration + 1) * run.recipe.num_envs
+                    * preset.steps_per_env / 1e6,
+                    "failed conditions": int(row["failed_conditions"]),
+                })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
 NEAR_PASS_MAX_FAILED = 15
 """A gait-tested checkpoint "nearly passes" with 1 to this many failed conditions (of 16 cases
 × 5 evaluation seeds, each case with several conditions)."""
@@ -599,4 +629,3 @@ def seed_verdicts(walker_record: dict) -> pd.DataFrame:
         for seed, entry in walker_record["seeds"].items()
     }
     return pd.DataFrame(rows).T
-

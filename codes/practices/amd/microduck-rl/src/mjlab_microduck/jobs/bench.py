@@ -931,7 +931,7 @@ def validate(request: BenchRequest) -> BenchRequest:
     for key, low in minimum.items():
         if getattr(request, key) < low:
             raise ValueError(f"--{key.replace('_', '-')} must be at least {low}")
-    from mjlab.tasks.registry import list_tasks  # importing mjlab loads the MicroDuck tasks
+    from mjlab_microduck.tasks.registry import list_tasks
 
     if request.task not in list_tasks():
         raise ValueError(f"--task {request.task!r} is not a registered task")
@@ -952,7 +952,8 @@ def _quiet(log: TextIO) -> Iterator[None]:
 def build_env(task: str, num_envs: int, device: str, seed: int) -> Any:
     """The task's mjlab env, built as ``mjlab train`` builds it (registry config, seeded)."""
     from mjlab.envs import ManagerBasedRlEnv
-    from mjlab.tasks.registry import load_env_cfg
+
+    from mjlab_microduck.tasks.registry import load_env_cfg
 
     cfg = load_env_cfg(task)
     cfg.scene.num_envs = num_envs
@@ -964,8 +965,9 @@ def build_runner(task: str, num_envs: int, device: str, seed: int, log_dir: Path
     """Env + ``RslRlVecEnvWrapper`` + the task's runner, as mjlab's ``run_train`` does, with a
     TensorBoard writer in ``log_dir`` (so rsl_rl's per-step bookkeeping runs as in training)."""
     from mjlab.rl import MjlabOnPolicyRunner, RslRlVecEnvWrapper
-    from mjlab.tasks.registry import load_rl_cfg, load_runner_cls
     from mjlab.utils.torch import configure_torch_backends
+
+    from mjlab_microduck.tasks.registry import load_rl_cfg, load_runner_cls
 
     configure_torch_backends()
     agent_cfg = load_rl_cfg(task)

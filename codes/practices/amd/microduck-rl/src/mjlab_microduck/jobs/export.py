@@ -78,9 +78,8 @@ def resolved_task(request: ExportRequest) -> str:
 def _env_cfg(task: str):
     """The play config with one env, fixed start, no randomisation and every delay at the low
     end of its range, so mjlab's observation and the spec's pipeline can be compared exactly."""
-    from mjlab.tasks.registry import load_env_cfg
-
     from mjlab_microduck.tasks import velocity
+    from mjlab_microduck.tasks.registry import load_env_cfg
 
     cfg = load_env_cfg(task, play=True)
     cfg.scene.num_envs = 1
@@ -184,7 +183,7 @@ def _export(env, wrapped, runner, policy, request: ExportRequest, task: str, dat
     if differences:
         field, value = next(iter(differences.items()))
         raise ExportError(f"the exported scene compiles to another model: {field} by {value:g}")
-    from mjlab.tasks.registry import load_env_cfg
+    from mjlab_microduck.tasks.registry import load_env_cfg
 
     spec = drive_spec.build_spec(env, model, task, _checkpoint_info(request.checkpoint, data),
                                  load_env_cfg(task, play=True))  # fmt: skip
@@ -211,10 +210,10 @@ def run(request: ExportRequest, out_root: Path = Path("logs/exports"), name: str
     ``(run_dir, record)``. Bad input is an :class:`ExportError` before the folder exists."""
     from mjlab.envs import ManagerBasedRlEnv
     from mjlab.rl import MjlabOnPolicyRunner, RslRlVecEnvWrapper
-    from mjlab.tasks.registry import list_tasks, load_rl_cfg, load_runner_cls
 
     from mjlab_microduck.runs import records
     from mjlab_microduck.runtime.capture import held_output
+    from mjlab_microduck.tasks.registry import list_tasks, load_rl_cfg, load_runner_cls
 
     name = default_name(request.checkpoint) if name is None else name
     try:

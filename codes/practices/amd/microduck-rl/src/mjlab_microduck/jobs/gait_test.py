@@ -219,8 +219,7 @@ def validate(request: GaitTestRequest) -> tuple[GaitCase, ...]:
         backend.check_device(request.device)
     except backend.DeviceError as err:
         raise GaitTestError(str(err)) from None
-    # Importing mjlab loads the MicroDuck tasks through its mjlab.tasks entry point.
-    from mjlab.tasks.registry import list_tasks
+    from mjlab_microduck.tasks.registry import list_tasks
 
     task = resolved(request).task
     if task not in list_tasks():
@@ -260,8 +259,9 @@ def blocks_of(request: GaitTestRequest, cases: Sequence[GaitCase]) -> tuple[Bloc
 
 
 def _env_cfg(request: GaitTestRequest, blocks: Sequence[Block]):
-    from mjlab.tasks.registry import load_env_cfg
     from mjlab.tasks.velocity.mdp import UniformVelocityCommandCfg
+
+    from mjlab_microduck.tasks.registry import load_env_cfg
 
     cfg = load_env_cfg(request.task, play=True)
     twist = cfg.commands.get("twist")
@@ -348,7 +348,8 @@ class GaitEvaluator:
         import torch
         from mjlab.envs import ManagerBasedRlEnv
         from mjlab.rl import MjlabOnPolicyRunner, RslRlVecEnvWrapper
-        from mjlab.tasks.registry import load_rl_cfg, load_runner_cls
+
+        from mjlab_microduck.tasks.registry import load_rl_cfg, load_runner_cls
 
         request = resolved(request)
         self.request = request

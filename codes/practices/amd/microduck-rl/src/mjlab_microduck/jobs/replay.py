@@ -315,10 +315,10 @@ def validate(request: ReplayRequest) -> None:
 
 
 def _replay_cfg(request: ReplayRequest):
-    from mjlab.tasks.registry import list_tasks, load_env_cfg
     from mjlab.viewer import ViewerConfig
 
     from mjlab_microduck.tasks import velocity
+    from mjlab_microduck.tasks.registry import list_tasks, load_env_cfg
 
     if request.task not in list_tasks():
         raise ReplayError(f"unknown task {request.task!r}; known: {', '.join(list_tasks())}")
@@ -446,7 +446,8 @@ def _fmt(vector) -> str:
 
 def _policy(env, task: str, checkpoint: dict, checkpoint_path: Path, device: str):
     from mjlab.rl import MjlabOnPolicyRunner
-    from mjlab.tasks.registry import load_rl_cfg, load_runner_cls
+
+    from mjlab_microduck.tasks.registry import load_rl_cfg, load_runner_cls
 
     runner_cls = load_runner_cls(task) or MjlabOnPolicyRunner
     runner = runner_cls(env, asdict(load_rl_cfg(task)), device=device)

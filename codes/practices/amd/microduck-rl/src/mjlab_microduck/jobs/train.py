@@ -216,7 +216,7 @@ def validate(request: TrainRequest) -> TrainRequest:
     """
     request.check()
     backend.check_device(request.device)
-    from mjlab.tasks.registry import list_tasks  # importing mjlab loads the MicroDuck tasks
+    from mjlab_microduck.tasks.registry import list_tasks
 
     if request.task not in list_tasks():
         raise ValueError(f"--task {request.task!r} is not a registered task")

@@ -40,6 +40,8 @@ if TASK_ID not in list_tasks():
             task_id=task_id,
             env_cfg=factory(),
             play_env_cfg=factory(play=True),
-            rl_cfg=microduck_ppo_runner_cfg(preset.init_action_std_rad, preset.steps_per_env),
+            rl_cfg=microduck_ppo_runner_cfg(
+                preset.init_action_std_rad, preset.steps_per_env, preset.num_mini_batches
+            ),
             runner_cls=runner,
         )

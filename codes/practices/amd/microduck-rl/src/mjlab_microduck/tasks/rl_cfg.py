@@ -3,19 +3,21 @@
 from mjlab.rl import RslRlModelCfg, RslRlOnPolicyRunnerCfg, RslRlPpoAlgorithmCfg
 
 from mjlab_microduck.runs.names import EXPERIMENT_NAME
-from mjlab_microduck.tasks.tuning import DEFAULT_STEPS_PER_ENV
+from mjlab_microduck.tasks.tuning import DEFAULT_NUM_MINI_BATCHES, DEFAULT_STEPS_PER_ENV
 
 __all__ = ["EXPERIMENT_NAME", "STEPS_PER_ENV", "microduck_ppo_runner_cfg"]
 STEPS_PER_ENV = DEFAULT_STEPS_PER_ENV
 
 
 def microduck_ppo_runner_cfg(
-    init_std: float = 1.0, steps_per_env: int = STEPS_PER_ENV
+    init_std: float = 1.0,
+    steps_per_env: int = STEPS_PER_ENV,
+    num_mini_batches: int = DEFAULT_NUM_MINI_BATCHES,
 ) -> RslRlOnPolicyRunnerCfg:
     """The upstream MicroDuck hyperparameters; observation normalisation on for both networks.
 
-    ``init_std`` is the policy's initial action std and ``steps_per_env`` its rollout length
-    (the task's tuning preset sets both).
+    ``init_std`` is the policy's initial action std, ``steps_per_env`` its rollout length and
+    ``num_mini_batches`` the PPO mini-batches per epoch (the task's tuning preset sets all three).
     """
     return RslRlOnPolicyRunnerCfg(
         actor=RslRlModelCfg(
@@ -39,7 +41,7 @@ def microduck_ppo_runner_cfg(
             clip_param=0.2,
             entropy_coef=0.01,
             num_learning_epochs=5,
-            num_mini_batches=4,
+            num_mini_batches=num_mini_batches,
             learning_rate=1.0e-3,
             schedule="adaptive",
             gamma=0.99,
