@@ -133,6 +133,39 @@ def test_chapter_4_states_the_recipes_and_their_published_runs_as_they_are():
     assert walker_record["seed"] == first_seed and walker_record["ci_gait_record"]
 
 
+def test_chapter_4_states_the_env_count_comparison_as_recorded():
+    from mjlab_microduck.book import walker_results as wr
+    from mjlab_microduck.tasks import tuning
+    from mjlab_microduck.tasks.rl_cfg import microduck_ppo_runner_cfg
+
+    text = prose("04_train_500.md")
+    axes, wide = wr.WALKER_TURNING_AXES, wr.WALKER_TURNING_AXES_8192
+    frame = wr.transitions_table({"narrow": wr.seed_runs(recipe=axes),
+                                  "wide": wr.seed_runs(recipe=wide)})  # fmt: skip
+    narrow, wide_rows = frame[frame["runs"] == "narrow"], frame[frame["runs"] == "wide"]
+    first = narrow[narrow["failed conditions"] == 0].sort_values("iteration").iloc[0]
+    algorithm = microduck_ppo_runner_cfg().algorithm
+    assert tuning.WALKER_TURNING_AXES.num_mini_batches == algorithm.num_mini_batches
+    stated = [
+        f"with {axes.num_envs} environments per training and with {wide.num_envs}",
+        f"at their iteration {first['iteration']} ({first['transitions (M)']:.0f} million "
+        "transitions) one seed passes",
+        f"no checkpoint of {wide.num_envs} environments gets below "
+        f"{wide_rows['failed conditions'].min()} failed conditions at up to "
+        f"{wide_rows['transitions (M)'].max():.0f} million",
+        f"({algorithm.num_learning_epochs} epochs × {algorithm.num_mini_batches} mini-batches, "
+        "`tasks/rl_cfg.py`)",
+        f"up to model_{wide_rows['iteration'].max()}, the last tested",
+        f"{tuning.WALKER_TURNING_AXES_MORE_UPDATES.num_mini_batches} mini-batches per epoch "
+        f"instead of {algorithm.num_mini_batches}",
+    ]
+    assert_stated(text, stated, "chapter 4 does not state these as its records")
+    # the 4096-env seeds reach fewer failed conditions than any 8192-env checkpoint, at no more
+    # transitions than the 8192-env runs collected
+    span = narrow[narrow["transitions (M)"] <= wide_rows["transitions (M)"].max()]
+    assert span["failed conditions"].min() < wide_rows["failed conditions"].min()
+
+
 def test_chapter_6_states_its_other_rules_and_recorded_outcomes_as_they_are():
     from mjlab_microduck.analysis import acceptance, command_response
     from mjlab_microduck.book import drive, preset_pages, replay_pages, results
