@@ -50,11 +50,9 @@ TABLE_PRESETS = (tuning.UPSTREAM, tuning.BOOK, tuning.GAIT_SLOW, tuning.STEPPING
                  tuning.WALKER_TURNING_SHORT, tuning.WALKER_TURNING_AXES,
                  tuning.WALKER_TURNING_AXES_MORE_UPDATES)  # fmt: skip
 ENV_COUNT_LEVERS = {
-    lever.name: (lever, base)
-    for lever, base in (
-        (walker_results.WALKER_TURNING_AXES_8192, walker_results.WALKER_TURNING_AXES),
-    )
-}
+    walker_results.WALKER_TURNING_AXES_8192.name: (
+        walker_results.WALKER_TURNING_AXES_8192, walker_results.WALKER_TURNING_AXES)
+}  # fmt: skip
 """Levers that change only the envs per training of a recipe at scale: name -> (that recipe,
 the recipe it trains again); each has a row under the preset both train."""
 LEVERS = ("walker_turning", "walker_turning_short", "walker_turning_axes",
@@ -204,13 +202,13 @@ def lever_outcome(runs: Sequence[Any], alone: Sequence[Any] = ()) -> str:
     text = (
         f"passes in {len(hits)} of its {len(runs)} seeds{at} by model_{last}: seed {seed} from "
         f"model_{iteration} ({when}{len(runs)} trainings sharing the GPU"
-        + ("" if timed else "; published by its gait tests alone")
-        + ")"
+        + ("" if timed else "; published by its gait tests alone") + ")"
     )
     for run in alone:
         hit = first(run)
-        text += f"; trained again alone, seed {run.seed} " + (
-            f"from model_{hit[0]} ({hit[1]:.1f} min)" if hit else "never passes"
+        text += (
+            f"; trained again alone, seed {run.seed} "
+            + (f"from model_{hit[0]} ({hit[1]:.1f} min)" if hit else "never passes")
         )
     return text
 
@@ -285,8 +283,11 @@ def candidate_table(results_root: str | Path) -> pd.DataFrame:
     published = [rec.config for _, rec in records.find_records(results_root)]
     trained = {config.get("tuning", {}).get("name") for config in published}
     tasks = {str(config.get("task", "")) for config in published}
-    trained |= {p.name for p in tuning.CANDIDATE_PRESETS
-                if any(task.endswith(f"-{p.task_suffix}") for task in tasks)}  # fmt: skip
+    for task in tasks:
+        try:
+            trained.add(tuning.preset_of_task(task).name)
+        except KeyError:  # the default task, or another package's
+            continue
     rows = {
         p.name: {"tracking std (m/s)": p.lin_vel_std_m_s,
                  "yaw-rate std (rad/s)": round(p.ang_vel_std_rad_s, 2),

@@ -21,8 +21,9 @@ import math
 from dataclasses import dataclass, replace
 
 DEFAULT_STEPS_PER_ENV = 24
-DEFAULT_NUM_MINI_BATCHES = 4
 """rsl_rl's rollout length per env and PPO iteration in the upstream configuration."""
+DEFAULT_NUM_MINI_BATCHES = 4
+"""PPO mini-batches per learning epoch in the upstream configuration."""
 
 
 @dataclass(frozen=True)
