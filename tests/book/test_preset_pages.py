@@ -66,14 +66,18 @@ def test_preset_table_from_the_published_records():
     short = wr.seed_runs(recipe=wr.WALKER_TURNING_SHORT)
     axes = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)
     axes_8192 = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_8192)
+    more = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_MORE_UPDATES)
     table = preset_pages.preset_table(
         wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW), walker_record=walker_record,
         levers={"walker_turning": (turning, alone), "walker_turning_short": (short, ()),
-                "walker_turning_axes": (axes, ()), "walker_turning_axes_8192": (axes_8192, ())})
+                "walker_turning_axes": (axes, ()), "walker_turning_axes_8192": (axes_8192, ()),
+                "walker_turning_axes_more_updates": (more, ())})
     # one row per preset, and the env-count lever right under the preset it trains again
-    untrained = tuning.WALKER_TURNING_AXES_MORE_UPDATES  # a lever without runs: no row
-    assert list(table.index) == [*(p.name.upper() for p in preset_pages.TABLE_PRESETS
-                                   if p is not untrained), "WALKER_TURNING_AXES × 8192 envs"]
+    untrained = tuning.WALKER_TURNING_AXES_WIDE_KL  # a lever without runs: no row
+    trained = [p.name.upper() for p in preset_pages.TABLE_PRESETS if p is not untrained]
+    under = trained.index("WALKER_TURNING_AXES") + 1
+    assert list(table.index) == [*trained[:under], "WALKER_TURNING_AXES × 8192 envs",
+                                 *trained[under:]]
     assert list(table.columns) == ["built on", "what it changed", "outcome"]
     assert table.loc["WALKER", "built on"] == "FORWARD_TRACKING"
     assert "3 seeds" in table.loc["WALKER", "outcome"]
@@ -126,6 +130,14 @@ def test_preset_table_from_the_published_records():
     assert wide_row["outcome"] == (
         "no checkpoint of its 3 seeds (8192 envs each) passes the gait test by model_375; the "
         "closest, seed 42's model_350, fails 19 conditions")
+    # Twice the PPO mini-batches, from its training records: no seed passes by its last test.
+    more_row = table.loc["WALKER_TURNING_AXES_MORE_UPDATES"]
+    assert (more_row["built on"], more_row["what it changed"]) == (
+        "WALKER_TURNING_AXES", "PPO mini-batches per epoch 4 → 8")
+    assert [wr.first_passing(r) for r in more] == [None, None, None]
+    assert more_row["outcome"] == (
+        "no checkpoint of its 3 seeds (4096 envs each) passes the gait test by model_449; the "
+        "closest, seed 44's model_449, fails 18 conditions")
     # Without a published walker, or without the levers' runs, their rows are left out.
     without = preset_pages.preset_table(wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW))
     assert {"WALKER_HEADING", *(n.upper() for n in preset_pages.LEVERS)}.isdisjoint(
@@ -189,3 +201,5 @@ def test_every_table_preset_says_what_it_changed():
         assert preset_pages.changes(preset)
     assert preset_pages.changes(tuning.WALKER_TURNING_AXES_MORE_UPDATES) == (
         "PPO mini-batches per epoch 4 → 8")
+    assert preset_pages.changes(tuning.WALKER_TURNING_AXES_WIDE_KL) == (
+        "PPO KL target per update 0.01 → 0.02")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -402,7 +403,7 @@ def test_a_recipe_published_by_its_gait_tests_alone_has_no_clock():
 
 def test_every_recipe_says_the_env_count_its_training_records_ran():
     recipes = [v for v in vars(wr).values() if isinstance(v, wr.Recipe)]
-    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 9
+    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 10
     checked = 0
     for recipe in recipes:
         for stage in recipe.stages:
@@ -411,7 +412,7 @@ def test_every_recipe_says_the_env_count_its_training_records_ran():
                 if where.is_dir():  # a recipe's seed trained again alone is one seed
                     assert records.load_record(where).config["num_envs"] == recipe.num_envs
                     checked += 1
-    assert checked == 19  # WALKER: 2 stages x 3 seeds; 4 recipes x 3 seeds; one seed alone
+    assert checked == 22  # WALKER: 2 stages x 3 seeds; 5 recipes x 3 seeds; one seed alone
 
 
 def test_twice_the_envs_learn_less_per_transition():
@@ -433,6 +434,23 @@ def test_twice_the_envs_learn_less_per_transition():
     assert best["4096"] == 0 and best["8192"] == 19
     with pytest.raises(KeyError, match="not the task of a tuning preset"):
         wr.transitions_table({"x": [replace(wide[0], recipe=wr.Recipe("x", "Mjlab-X", ()))]})
+
+
+def test_update_table_reads_the_update_of_each_group_over_a_common_span():
+    def run(recipe, rates, seconds):
+        scalars = pd.DataFrame({"Loss/learning_rate": rates, "Perf/learning_time": seconds},
+                               index=pd.RangeIndex(len(rates), name="iteration"))
+        return SimpleNamespace(recipe=recipe, scalars=lambda: scalars)
+
+    four = [run(wr.WALKER_TURNING, [9e-3, 4e-4, 4e-4, 2e-4, 1e-9], [0.2, 0.17, 0.17, 0.19, 9.0])]
+    eight = [run(wr.WALKER_TURNING_AXES_MORE_UPDATES, [9e-3, 2e-4, 1e-4, 2e-4], [0.4] * 4)]
+    table = wr.update_table({"four": four, "eight": eight}, from_iteration=1)
+    # iterations 1-3: the last one every run logged; the first is left out
+    assert list(table.columns) == [
+        "gradient steps per iteration", "transitions per step", "KL target",
+        "learning rate (iterations 1–3, median)", "update s per iteration (iterations 1–3, median)"]
+    assert table.loc["four"].tolist() == [20, 4096 * 24 // 4, 0.01, 4e-4, 0.17]
+    assert table.loc["eight"].tolist() == [40, 4096 * 24 // 8, 0.01, 2e-4, 0.4]
 
 
 def test_single_axis_envs_leave_the_fastest_forward_walk_failing_last():

@@ -166,6 +166,46 @@ def test_chapter_4_states_the_env_count_comparison_as_recorded():
     assert span["failed conditions"].min() < wide_rows["failed conditions"].min()
 
 
+def test_chapter_4_states_the_gradient_step_comparison_as_recorded():
+    from mjlab_microduck.book import walker_results as wr
+    from mjlab_microduck.tasks import tuning
+    from mjlab_microduck.tasks.rl_cfg import microduck_ppo_runner_cfg
+
+    text = prose("04_train_500.md")
+    axes = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)
+    more = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_MORE_UPDATES)
+    frame = wr.transitions_table({"four": axes, "eight": more})
+    at_400 = frame[frame["iteration"] == 400].groupby("runs")["failed conditions"]
+    low, high = at_400.min(), at_400.max()
+    last = int(frame[frame["runs"] == "eight"]["iteration"].max())
+    epochs = microduck_ppo_runner_cfg().algorithm.num_learning_epochs
+    steps = {p.name: epochs * p.num_mini_batches
+             for p in (tuning.WALKER_TURNING_AXES, tuning.WALKER_TURNING_AXES_MORE_UPDATES)}
+    stated = [
+        f"takes {steps['walker_turning_axes_more_updates']} steps per iteration instead of "
+        f"{steps['walker_turning_axes']}",
+        f"at model_400 the three seeds with eight mini-batches fail {low['eight']}–"
+        f"{high['eight']} conditions, those with four {low['four']}–{high['four']}",
+        f"passes by model_{last}",
+        f"`WALKER_TURNING_AXES_WIDE_KL` (task `Mjlab-Velocity-Flat-MicroDuck-"
+        f"{tuning.WALKER_TURNING_AXES_WIDE_KL.task_suffix}`: KL target "
+        f"{tuning.WALKER_TURNING_AXES_WIDE_KL.desired_kl:g} instead of "
+        f"{tuning.DEFAULT_DESIRED_KL:g})",
+    ]
+    assert_stated(text, stated, "chapter 4 does not state these as its records")
+    assert [wr.first_passing(r) for r in more] == [None, None, None]
+    # "less than half the learning rate", "the update took twice as long", "slower"
+    turning = wr.seed_runs(recipe=wr.WALKER_TURNING)
+    table = wr.update_table({"four": turning, "eight": more})
+    rate = table.filter(like="learning rate").iloc[:, 0]
+    update = table.filter(like="update s").iloc[:, 0]
+    assert rate["eight"] < 0.5 * rate["four"]
+    assert 1.8 <= update["eight"] / update["four"] <= 2.4
+    per_iteration = wr.time_to_walk_table({"four": turning, "eight": more})
+    assert (per_iteration.loc["eight", "s per iteration (median)"]
+            > per_iteration.loc["four", "s per iteration (median)"])  # fmt: skip
+
+
 def test_chapter_6_states_its_other_rules_and_recorded_outcomes_as_they_are():
     from mjlab_microduck.analysis import acceptance, command_response
     from mjlab_microduck.book import drive, preset_pages, replay_pages, results

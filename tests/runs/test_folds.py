@@ -176,7 +176,9 @@ def test_the_published_summary_records_fold_what_they_say():
                               wr.gait_history_folder(wr.WALKER_TURNING_ALONE),
                               wr.gait_history_folder(wr.WALKER_TURNING_SHORT),
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES),
-                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_8192)}  # fmt: skip
+                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_8192),
+                              wr.gait_history_folder(
+                                  wr.WALKER_TURNING_AXES_MORE_UPDATES)}  # fmt: skip
     counts = {name: r.summary["runs"] for name, r in summaries.items()}
     assert counts == {results.RECIPE_REPLAYS: 5, results.PRESET_HISTORY: 28,
                       wr.gait_history_folder(wr.WALKER): 39,
@@ -190,7 +192,9 @@ def test_the_published_summary_records_fold_what_they_say():
                       # every 50th checkpoint from 300 to 650, seed 44's to 600
                       wr.gait_history_folder(wr.WALKER_TURNING_AXES): 23,
                       # the tests written before the trainings ended (every 25th from 275)
-                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_8192): 8}  # fmt: skip
+                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_8192): 8,
+                      # 3 seeds x 11 checkpoints (every 25th from 200, and 449)
+                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_MORE_UPDATES): 33}  # fmt: skip
     for name, record in summaries.items():
         records.verify_artifacts(record, RESULTS / name)
         runs = folds.load_fold(RESULTS / name)

@@ -258,6 +258,10 @@ def test_each_task_reaches_its_presets_terms_and_nothing_else():
             "commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
             "standing_stages": tuning.UPSTREAM_STANDING, "heading": None, "turn_in_place": None,
             "single_axis": None, "num_mini_batches": 4},
+        "walker_turning_axes_wide_kl": {
+            "commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
+            "standing_stages": tuning.UPSTREAM_STANDING, "heading": None, "turn_in_place": None,
+            "single_axis": None, "desired_kl": 0.01},
     }
     for preset in tuning.CANDIDATE_PRESETS:
         back = replace(preset, name="forward_tracking", **undo[preset.name])
@@ -291,3 +295,18 @@ def test_a_preset_sets_the_ppo_mini_batches_of_its_task():
     assert load_rl_cfg(f"{TASK_ID}-WalkerTurningAxesTuning").algorithm.num_mini_batches == 4
     # the rest of the update is the same: 5 epochs, the same learning rate schedule
     assert load_rl_cfg(f"{TASK_ID}-{more.task_suffix}").algorithm.num_learning_epochs == 5
+    assert load_rl_cfg(f"{TASK_ID}-{more.task_suffix}").algorithm.desired_kl == 0.01
+
+
+def test_a_preset_sets_the_kl_target_of_its_task():
+    from mjlab_microduck.tasks import tuning
+    from mjlab_microduck.tasks.registry import load_rl_cfg
+    from mjlab_microduck.tasks.velocity import TASK_ID
+
+    wide = tuning.WALKER_TURNING_AXES_WIDE_KL
+    assert wide.desired_kl == 2 * tuning.DEFAULT_DESIRED_KL
+    assert tuning.preset_of_task(f"{TASK_ID}-{wide.task_suffix}") is wide
+    algorithm = load_rl_cfg(f"{TASK_ID}-{wide.task_suffix}").algorithm
+    assert (algorithm.desired_kl, algorithm.schedule, algorithm.num_mini_batches) == (
+        0.02, "adaptive", tuning.DEFAULT_NUM_MINI_BATCHES)
+    assert load_rl_cfg(f"{TASK_ID}-WalkerTurningAxesTuning").algorithm.desired_kl == 0.01

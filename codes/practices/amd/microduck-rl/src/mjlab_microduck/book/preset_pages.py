@@ -30,6 +30,7 @@ BUILT_ON: dict[str, tuning.VelocityTuning | None] = {
     "walker_heading": tuning.WALKER, "walker_turning": tuning.WALKER_HEADING,
     "walker_turning_short": tuning.WALKER_TURNING, "walker_turning_axes": tuning.WALKER_TURNING,
     "walker_turning_axes_more_updates": tuning.WALKER_TURNING_AXES,
+    "walker_turning_axes_wide_kl": tuning.WALKER_TURNING_AXES,
 }  # fmt: skip
 """The preset each one was derived from (None: the upstream figures)."""
 LABELS = {
@@ -42,13 +43,15 @@ LABELS = {
     "air_time_weight": ("air-time weight", ""),
     "steps_per_env": ("rollout per env and iteration", "steps"),
     "num_mini_batches": ("PPO mini-batches per epoch", ""),
+    "desired_kl": ("PPO KL target per update", ""),
 }  # fmt: skip
 """How a changed numeric field reads in the table: its label and unit."""
 TABLE_PRESETS = (tuning.UPSTREAM, tuning.BOOK, tuning.GAIT_SLOW, tuning.STEPPING,
                  tuning.FORWARD_TRACKING, tuning.FORWARD_TRACKING_LOW_AIR, tuning.WALKER,
                  tuning.WALKER_NARROW, tuning.WALKER_HEADING, tuning.WALKER_TURNING,
                  tuning.WALKER_TURNING_SHORT, tuning.WALKER_TURNING_AXES,
-                 tuning.WALKER_TURNING_AXES_MORE_UPDATES)  # fmt: skip
+                 tuning.WALKER_TURNING_AXES_MORE_UPDATES,
+                 tuning.WALKER_TURNING_AXES_WIDE_KL)  # fmt: skip
 ENV_COUNT_LEVERS = {
     walker_results.WALKER_TURNING_AXES_8192.name: (
         walker_results.WALKER_TURNING_AXES_8192, walker_results.WALKER_TURNING_AXES)
@@ -56,7 +59,8 @@ ENV_COUNT_LEVERS = {
 """Levers that change only the envs per training of a recipe at scale: name -> (that recipe,
 the recipe it trains again); each has a row under the preset both train."""
 LEVERS = ("walker_turning", "walker_turning_short", "walker_turning_axes",
-          "walker_turning_axes_more_updates", *ENV_COUNT_LEVERS)  # fmt: skip
+          "walker_turning_axes_more_updates", "walker_turning_axes_wide_kl",
+          *ENV_COUNT_LEVERS)  # fmt: skip
 """Levers tried on the recipe that passes: their rows need their runs (``preset_table``)."""
 STANDS_BELOW_M = 0.05
 """A preset whose largest 4 s displacement stays below this "stands"."""

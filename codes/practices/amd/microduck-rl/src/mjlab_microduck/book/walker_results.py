@@ -81,6 +81,13 @@ WALKER_TURNING_AXES_8192 = Recipe("walker_turning_axes_8192", WALKER_TURNING_AXE
 """WALKER_TURNING_AXES with twice the envs per training (three side by side on one H200, 400
 iterations), published by its gait tests alone: two of its three trainings' final records were
 not collected."""
+# WALKER_TURNING_AXES_MORE_UPDATES: WALKER_TURNING_AXES with 8 PPO mini-batches per epoch instead
+# of 4 (twice the gradient steps per iteration), trained at 4096 envs like WALKER_TURNING_AXES.
+WALKER_TURNING_AXES_MORE_UPDATES = Recipe(
+    "walker_turning_axes_more_updates",
+    "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningAxesMoreUpdatesTuning",
+    ("main",),
+)
 WALKER_TASK = WALKER.task
 CANDIDATE_GAIT_TEST = "h200_walker_gait_s42_model_550"
 """The gait test of the walker recipe's candidate, kept whole beside the recipe's gait history:
@@ -411,6 +418,37 @@ def transitions_table(groups: Mapping[str, Sequence[SeedRun]]) -> pd.DataFrame:
                     "failed conditions": int(row["failed_conditions"]),
                 })  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def update_table(
+    groups: Mapping[str, Sequence[SeedRun]], from_iteration: int = 200
+) -> pd.DataFrame:
+    """What one PPO iteration's update was, per group of runs with training records (label: e.g.
+    a recipe; a row): its gradient steps (epochs x the preset's mini-batches), the transitions
+    each step learns from, the preset's KL target, and, over the iterations from
+    ``from_iteration`` to the last that every run logged, the median learning rate rsl_rl's
+    adaptive schedule settled on and the median seconds the update took."""
+    from mjlab_microduck.tasks.rl_cfg import microduck_ppo_runner_cfg
+
+    epochs = microduck_ppo_runner_cfg().algorithm.num_learning_epochs
+    last = min(int(run.scalars().index.max()) for runs in groups.values() for run in runs)
+    span = f"iterations {from_iteration}–{last}"
+    rows = []
+    for label, runs in groups.items():
+        preset = tuning.preset_of_task(runs[0].recipe.task)
+        window = pd.concat([run.scalars().loc[from_iteration:last] for run in runs])
+        rows.append({
+            "runs": label,
+            "gradient steps per iteration": epochs * preset.num_mini_batches,
+            "transitions per step": runs[0].recipe.num_envs * preset.steps_per_env
+            // preset.num_mini_batches,
+            "KL target": preset.desired_kl,
+            f"learning rate ({span}, median)":
+                float(f"{window['Loss/learning_rate'].median():.2g}"),
+            f"update s per iteration ({span}, median)":
+                round(float(window["Perf/learning_time"].median()), 2),
+        })  # fmt: skip
+    return pd.DataFrame(rows).set_index("runs")
 
 
 NEAR_PASS_MAX_FAILED = 15

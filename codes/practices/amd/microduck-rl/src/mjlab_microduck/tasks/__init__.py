@@ -41,7 +41,10 @@ if TASK_ID not in list_tasks():
             env_cfg=factory(),
             play_env_cfg=factory(play=True),
             rl_cfg=microduck_ppo_runner_cfg(
-                preset.init_action_std_rad, preset.steps_per_env, preset.num_mini_batches
+                preset.init_action_std_rad,
+                preset.steps_per_env,
+                preset.num_mini_batches,
+                preset.desired_kl,
             ),
             runner_cls=runner,
         )

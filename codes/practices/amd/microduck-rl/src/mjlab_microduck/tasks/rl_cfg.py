@@ -3,7 +3,11 @@
 from mjlab.rl import RslRlModelCfg, RslRlOnPolicyRunnerCfg, RslRlPpoAlgorithmCfg
 
 from mjlab_microduck.runs.names import EXPERIMENT_NAME
-from mjlab_microduck.tasks.tuning import DEFAULT_NUM_MINI_BATCHES, DEFAULT_STEPS_PER_ENV
+from mjlab_microduck.tasks.tuning import (
+    DEFAULT_DESIRED_KL,
+    DEFAULT_NUM_MINI_BATCHES,
+    DEFAULT_STEPS_PER_ENV,
+)
 
 __all__ = ["EXPERIMENT_NAME", "STEPS_PER_ENV", "microduck_ppo_runner_cfg"]
 STEPS_PER_ENV = DEFAULT_STEPS_PER_ENV
@@ -13,11 +17,13 @@ def microduck_ppo_runner_cfg(
     init_std: float = 1.0,
     steps_per_env: int = STEPS_PER_ENV,
     num_mini_batches: int = DEFAULT_NUM_MINI_BATCHES,
+    desired_kl: float = DEFAULT_DESIRED_KL,
 ) -> RslRlOnPolicyRunnerCfg:
     """The upstream MicroDuck hyperparameters; observation normalisation on for both networks.
 
-    ``init_std`` is the policy's initial action std, ``steps_per_env`` its rollout length and
-    ``num_mini_batches`` the PPO mini-batches per epoch (the task's tuning preset sets all three).
+    ``init_std`` is the policy's initial action std, ``steps_per_env`` its rollout length,
+    ``num_mini_batches`` the PPO mini-batches per epoch and ``desired_kl`` the KL target of the
+    adaptive learning rate (the task's tuning preset sets all four).
     """
     return RslRlOnPolicyRunnerCfg(
         actor=RslRlModelCfg(
@@ -46,7 +52,7 @@ def microduck_ppo_runner_cfg(
             schedule="adaptive",
             gamma=0.99,
             lam=0.95,
-            desired_kl=0.01,
+            desired_kl=desired_kl,
             max_grad_norm=1.0,
         ),
         experiment_name=EXPERIMENT_NAME,

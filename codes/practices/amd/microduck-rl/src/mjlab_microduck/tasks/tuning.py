@@ -24,6 +24,9 @@ DEFAULT_STEPS_PER_ENV = 24
 """rsl_rl's rollout length per env and PPO iteration in the upstream configuration."""
 DEFAULT_NUM_MINI_BATCHES = 4
 """PPO mini-batches per learning epoch in the upstream configuration."""
+DEFAULT_DESIRED_KL = 0.01
+"""rsl_rl's KL target per PPO update in the upstream configuration (its adaptive schedule cuts
+the learning rate whenever a gradient step takes the policy past twice this from the rollout's)."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,8 @@ class VelocityTuning:
             ``num_steps_per_env``); the curricula count iterations of this many env steps.
         num_mini_batches: PPO mini-batches per learning epoch: with 5 epochs, an iteration
             takes ``5 x num_mini_batches`` gradient steps whatever the env count.
+        desired_kl: rsl_rl's KL target of the adaptive learning-rate schedule: how far one
+            iteration's update may take the policy from the one that collected its rollout.
     """
 
     name: str
@@ -167,6 +172,7 @@ class VelocityTuning:
     single_axis: SingleAxis | None = None
     steps_per_env: int = DEFAULT_STEPS_PER_ENV
     num_mini_batches: int = DEFAULT_NUM_MINI_BATCHES
+    desired_kl: float = DEFAULT_DESIRED_KL
 
     def __post_init__(self) -> None:
         # The single-axis command term extends the turn-in-place one (tasks/axis_command.py).
@@ -315,12 +321,19 @@ WALKER_TURNING_SHORT = replace(WALKER_TURNING, name="walker_turning_short", step
 WALKER_TURNING_AXES = replace(WALKER_TURNING, name="walker_turning_axes", single_axis=SingleAxis())
 # Trained at 8192 envs per seed, WALKER_TURNING_AXES learned about as much per iteration as at
 # 4096, not per transition (chapter 4): every iteration takes 5 epochs x 4 mini-batches of
-# gradient steps whatever the env count. Twice the mini-batches at 8192 envs keep each step's
-# batch as large as at 4096 and take twice the steps per iteration, at a small cost: learning
-# is 0.17 s of a 1.5 s iteration of 8192 envs alone on an H200 (h200_walker_envs_bench), and
-# it took as long at 4096 envs, so it follows the number of steps. Registered for the next run.
+# gradient steps whatever the env count. WALKER_TURNING_AXES_MORE_UPDATES takes twice the steps
+# per iteration. Its recorded seeds (4096 envs, side by side) were no closer to passing at the
+# same iteration, and an iteration took longer: rsl_rl's adaptive schedule ran the twice as
+# many steps at about half the learning rate, so each iteration moved the policy about as far.
 WALKER_TURNING_AXES_MORE_UPDATES = replace(
     WALKER_TURNING_AXES, name="walker_turning_axes_more_updates", num_mini_batches=8
+)
+# What bounds the update of one iteration is its KL target, not its number of steps: the
+# learning rate falls until every step stays within twice ``desired_kl`` of the rollout's
+# policy. WALKER_TURNING_AXES_WIDE_KL doubles that target, so that an iteration may move the
+# policy further at the upstream 4 mini-batches. Registered for the next run.
+WALKER_TURNING_AXES_WIDE_KL = replace(
+    WALKER_TURNING_AXES, name="walker_turning_axes_wide_kl", desired_kl=0.02
 )
 
 DEFAULT_TUNING = FORWARD_TRACKING
@@ -343,6 +356,7 @@ CANDIDATE_PRESETS = (
     WALKER_TURNING_SHORT,
     WALKER_TURNING_AXES,
     WALKER_TURNING_AXES_MORE_UPDATES,
+    WALKER_TURNING_AXES_WIDE_KL,
 )
 
 
