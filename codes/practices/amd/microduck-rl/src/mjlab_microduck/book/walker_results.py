@@ -431,12 +431,13 @@ def update_table(
     from mjlab_microduck.tasks.rl_cfg import microduck_ppo_runner_cfg
 
     epochs = microduck_ppo_runner_cfg().algorithm.num_learning_epochs
-    last = min(int(run.scalars().index.max()) for runs in groups.values() for run in runs)
+    scalars = {label: [run.scalars() for run in runs] for label, runs in groups.items()}
+    last = min(int(frame.index.max()) for frames in scalars.values() for frame in frames)
     span = f"iterations {from_iteration}–{last}"
     rows = []
     for label, runs in groups.items():
         preset = tuning.preset_of_task(runs[0].recipe.task)
-        window = pd.concat([run.scalars().loc[from_iteration:last] for run in runs])
+        window = pd.concat([frame.loc[from_iteration:last] for frame in scalars[label]])
         rows.append({
             "runs": label,
             "gradient steps per iteration": epochs * preset.num_mini_batches,
