@@ -67,17 +67,24 @@ def test_preset_table_from_the_published_records():
     axes = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)
     axes_8192 = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_8192)
     more = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_MORE_UPDATES)
+    wide_kl = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_WIDE_KL)
+    levers = {"walker_turning": (turning, alone), "walker_turning_short": (short, ()),
+              "walker_turning_axes": (axes, ()), "walker_turning_axes_8192": (axes_8192, ()),
+              "walker_turning_axes_more_updates": (more, ()),
+              "walker_turning_axes_wide_kl": (wide_kl, ())}
     table = preset_pages.preset_table(
         wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW), walker_record=walker_record,
-        levers={"walker_turning": (turning, alone), "walker_turning_short": (short, ()),
-                "walker_turning_axes": (axes, ()), "walker_turning_axes_8192": (axes_8192, ()),
-                "walker_turning_axes_more_updates": (more, ())})
+        levers=levers)
     # one row per preset, and the env-count lever right under the preset it trains again
-    untrained = tuning.WALKER_TURNING_AXES_WIDE_KL  # a lever without runs: no row
-    trained = [p.name.upper() for p in preset_pages.TABLE_PRESETS if p is not untrained]
+    trained = [p.name.upper() for p in preset_pages.TABLE_PRESETS]
     under = trained.index("WALKER_TURNING_AXES") + 1
     assert list(table.index) == [*trained[:under], "WALKER_TURNING_AXES × 8192 envs",
                                  *trained[under:]]
+    # a lever whose runs are not given has no row
+    partial = preset_pages.preset_table(
+        wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW), walker_record=walker_record,
+        levers={k: v for k, v in levers.items() if k != "walker_turning_axes_wide_kl"})
+    assert list(partial.index) == [n for n in table.index if n != "WALKER_TURNING_AXES_WIDE_KL"]
     assert list(table.columns) == ["built on", "what it changed", "outcome"]
     assert table.loc["WALKER", "built on"] == "FORWARD_TRACKING"
     assert "3 seeds" in table.loc["WALKER", "outcome"]
@@ -138,6 +145,14 @@ def test_preset_table_from_the_published_records():
     assert more_row["outcome"] == (
         "no checkpoint of its 3 seeds (4096 envs each) passes the gait test by model_449; the "
         "closest, seed 44's model_449, fails 18 conditions")
+    # Twice the KL target: no seed passes by model_599; the closest fails one condition.
+    wide_kl_row = table.loc["WALKER_TURNING_AXES_WIDE_KL"]
+    assert (wide_kl_row["built on"], wide_kl_row["what it changed"]) == (
+        "WALKER_TURNING_AXES", "PPO KL target per update 0.01 → 0.02")
+    assert [wr.first_passing(r) for r in wide_kl] == [None, None, None]
+    assert wide_kl_row["outcome"] == (
+        "no checkpoint of its 3 seeds (4096 envs each) passes the gait test by model_599; the "
+        "closest, seed 42's model_525, fails 1 condition")
     # Without a published walker, or without the levers' runs, their rows are left out.
     without = preset_pages.preset_table(wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW))
     assert {"WALKER_HEADING", *(n.upper() for n in preset_pages.LEVERS)}.isdisjoint(

@@ -206,6 +206,47 @@ def test_chapter_4_states_the_gradient_step_comparison_as_recorded():
             > per_iteration.loc["four", "s per iteration (median)"])  # fmt: skip
 
 
+
+def test_chapter_4_states_the_kl_target_comparison_as_recorded():
+    from mjlab_microduck.book import walker_results as wr
+
+    text = prose("04_train_500.md")
+    axes = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)
+    wide = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_WIDE_KL)
+    turning = wr.seed_runs(recipe=wr.WALKER_TURNING)
+    rate = wr.update_table({"0.01": turning, "0.02": wide}).filter(like="learning rate").iloc[:, 0]
+    frame = wr.transitions_table({"0.01": axes, "0.02": wide})
+    at_400 = frame[frame["iteration"] == 400].groupby("runs")["failed conditions"]
+    low, high = at_400.min(), at_400.max()
+    mine = frame[frame["runs"] == "0.02"]
+    best = {s: g.loc[g["failed conditions"].idxmin()] for s, g in mine.groupby("seed")}
+    later = [f for s in (42, 43) for f in mine[(mine["seed"] == s)
+             & (mine["iteration"] > best[s]["iteration"])]["failed conditions"]]  # fmt: skip
+    s44 = mine[mine["seed"] == 44].sort_values("iteration")
+    worst_turn = next(f for f in wide[0].verdict(int(best[42]["iteration"]))["failures"])
+    iterations = {r.stages[0][1].config["iterations"] for r in wide}
+    stated = [
+        f"Its three seeds trained {iterations.pop()} iterations side by side",
+        f"the learning rate settled at {rate['0.02'] / rate['0.01']:.1f} times",
+        f"At model_400 the three seeds fail {low['0.02']}–{high['0.02']} conditions, against "
+        f"{low['0.01']}–{high['0.01']} at the upstream target",
+        f"seed 42's model_{best[42]['iteration']} fails a single condition",
+        f"turns {worst_turn.split('heading change +')[1].split(' rad')[0]} rad walking sideways",
+        f"seed 43's model_{best[43]['iteration']} fails {best[43]['failed conditions']}, and "
+        f"their later checkpoints fail {min(later)}–{max(later)}",
+        f"Seed 44 gets worse from model_{best[44]['iteration']} on, to "
+        f"{s44['failed conditions'].iloc[-1]} failed conditions at model_"
+        f"{s44['iteration'].iloc[-1]}, the last",
+    ]
+    assert_stated(text, stated, "chapter 4 does not state these as its records")
+    assert best[42]["failed conditions"] == 1 and not iterations
+    # "where the upstream schedule kept lowering it"
+    for run in turning:
+        upstream_rate = run.scalars()["Loss/learning_rate"]
+        assert upstream_rate.loc[500:599].median() < upstream_rate.loc[200:299].median()
+    assert [wr.first_passing(r) for r in wide] == [None, None, None]
+    assert 0.3 < float(worst_turn.split("heading change +")[1].split(" rad")[0])
+
 def test_chapter_6_states_its_other_rules_and_recorded_outcomes_as_they_are():
     from mjlab_microduck.analysis import acceptance, command_response
     from mjlab_microduck.book import drive, preset_pages, replay_pages, results

@@ -177,8 +177,8 @@ def test_the_published_summary_records_fold_what_they_say():
                               wr.gait_history_folder(wr.WALKER_TURNING_SHORT),
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES),
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES_8192),
-                              wr.gait_history_folder(
-                                  wr.WALKER_TURNING_AXES_MORE_UPDATES)}  # fmt: skip
+                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_MORE_UPDATES),
+                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_WIDE_KL)}  # fmt: skip
     counts = {name: r.summary["runs"] for name, r in summaries.items()}
     assert counts == {results.RECIPE_REPLAYS: 5, results.PRESET_HISTORY: 28,
                       wr.gait_history_folder(wr.WALKER): 39,
@@ -194,7 +194,9 @@ def test_the_published_summary_records_fold_what_they_say():
                       # the tests written before the trainings ended (every 25th from 275)
                       wr.gait_history_folder(wr.WALKER_TURNING_AXES_8192): 8,
                       # 3 seeds x 11 checkpoints (every 25th from 200, and 449)
-                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_MORE_UPDATES): 33}  # fmt: skip
+                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_MORE_UPDATES): 33,
+                      # 3 seeds x 17 checkpoints (every 25th from 200, and 599)
+                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_WIDE_KL): 51}  # fmt: skip
     for name, record in summaries.items():
         records.verify_artifacts(record, RESULTS / name)
         runs = folds.load_fold(RESULTS / name)

@@ -198,7 +198,8 @@ def lever_outcome(runs: Sequence[Any], alone: Sequence[Any] = ()) -> str:
         )
         return (
             f"no checkpoint of its {len(runs)} seeds{at} passes the gait test by model_{last}; "
-            f"the closest, seed {closest[2]}'s model_{closest[1]}, fails {closest[0]} conditions"
+            f"the closest, seed {closest[2]}'s model_{closest[1]}, fails {closest[0]} "
+            + ("condition" if closest[0] == 1 else "conditions")
         )
     timed = all(math.isfinite(minutes) for _, minutes in hits.values())
     seed, (iteration, minutes) = min(hits.items(), key=lambda item: item[1][1 if timed else 0])

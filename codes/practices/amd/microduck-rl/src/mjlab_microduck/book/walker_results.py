@@ -88,6 +88,13 @@ WALKER_TURNING_AXES_MORE_UPDATES = Recipe(
     "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningAxesMoreUpdatesTuning",
     ("main",),
 )
+# WALKER_TURNING_AXES_WIDE_KL: WALKER_TURNING_AXES with twice the PPO KL target (0.02), trained at
+# 4096 envs like WALKER_TURNING_AXES.
+WALKER_TURNING_AXES_WIDE_KL = Recipe(
+    "walker_turning_axes_wide_kl",
+    "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningAxesWideKlTuning",
+    ("main",),
+)
 WALKER_TASK = WALKER.task
 CANDIDATE_GAIT_TEST = "h200_walker_gait_s42_model_550"
 """The gait test of the walker recipe's candidate, kept whole beside the recipe's gait history:
