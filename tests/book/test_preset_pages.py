@@ -130,29 +130,25 @@ def test_preset_table_from_the_published_records():
     assert axes_row["outcome"] == (
         "passes in 1 of its 3 seeds (4096 envs each) by model_650: seed 43 from model_500 (3 "
         "trainings sharing the GPU; published by its gait tests alone)")
-    # The same preset at 8192 envs: no seed passes, and the closest checkpoint is named.
-    wide_row = table.loc["WALKER_TURNING_AXES × 8192 envs"]
-    assert (wide_row["built on"], wide_row["what it changed"]) == (
-        "WALKER_TURNING_AXES", "8192 envs per training instead of 4096")
-    assert wide_row["outcome"] == (
-        "no checkpoint of its 3 seeds (8192 envs each) passes the gait test by model_375; the "
-        "closest, seed 42's model_350, fails 19 conditions")
-    # Twice the PPO mini-batches, from its training records: no seed passes by its last test.
-    more_row = table.loc["WALKER_TURNING_AXES_MORE_UPDATES"]
-    assert (more_row["built on"], more_row["what it changed"]) == (
-        "WALKER_TURNING_AXES", "PPO mini-batches per epoch 4 → 8")
-    assert [wr.first_passing(r) for r in more] == [None, None, None]
-    assert more_row["outcome"] == (
-        "no checkpoint of its 3 seeds (4096 envs each) passes the gait test by model_449; the "
-        "closest, seed 44's model_449, fails 18 conditions")
-    # Twice the KL target: no seed passes by model_599; the closest fails one condition.
-    wide_kl_row = table.loc["WALKER_TURNING_AXES_WIDE_KL"]
-    assert (wide_kl_row["built on"], wide_kl_row["what it changed"]) == (
-        "WALKER_TURNING_AXES", "PPO KL target per update 0.01 → 0.02")
-    assert [wr.first_passing(r) for r in wide_kl] == [None, None, None]
-    assert wide_kl_row["outcome"] == (
-        "no checkpoint of its 3 seeds (4096 envs each) passes the gait test by model_599; the "
-        "closest, seed 42's model_525, fails 1 condition")
+    # The levers no seed of which passes: what each changed, and its closest checkpoint.
+    unpassed = {
+        "WALKER_TURNING_AXES × 8192 envs": (
+            axes_8192, "8192 envs per training instead of 4096", "(8192 envs each)", 375,
+            "seed 42's model_350, fails 19 conditions"),
+        "WALKER_TURNING_AXES_MORE_UPDATES": (
+            more, "PPO mini-batches per epoch 4 → 8", "(4096 envs each)", 449,
+            "seed 44's model_449, fails 18 conditions"),
+        "WALKER_TURNING_AXES_WIDE_KL": (
+            wide_kl, "PPO KL target per update 0.01 → 0.02", "(4096 envs each)", 599,
+            "seed 42's model_525, fails 1 condition"),
+    }  # fmt: skip
+    for name, (runs, changed, envs, last, closest) in unpassed.items():
+        row = table.loc[name]
+        assert (row["built on"], row["what it changed"]) == ("WALKER_TURNING_AXES", changed)
+        assert [wr.first_passing(r) for r in runs] == [None, None, None]
+        assert row["outcome"] == (
+            f"no checkpoint of its 3 seeds {envs} passes the gait test by model_{last}; the "
+            f"closest, {closest}")
     # Without a published walker, or without the levers' runs, their rows are left out.
     without = preset_pages.preset_table(wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW))
     assert {"WALKER_HEADING", *(n.upper() for n in preset_pages.LEVERS)}.isdisjoint(
