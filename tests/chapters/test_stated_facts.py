@@ -209,6 +209,7 @@ def test_chapter_4_states_the_gradient_step_comparison_as_recorded():
 
 def test_chapter_4_states_the_kl_target_comparison_as_recorded():
     from mjlab_microduck.book import walker_results as wr
+    from mjlab_microduck.tasks import tuning
 
     text = prose("04_train_500.md")
     axes = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)
@@ -238,6 +239,11 @@ def test_chapter_4_states_the_kl_target_comparison_as_recorded():
         f"{s44['failed conditions'].iloc[-1]} failed conditions at model_"
         f"{s44['iteration'].iloc[-1]}, the last",
     ]
+    staged = tuning.WALKER_TURNING_AXES_KL_STAGED
+    (stage,) = staged.kl_stages
+    assert (staged.desired_kl, stage.desired_kl) == (
+        tuning.WALKER_TURNING_AXES_WIDE_KL.desired_kl, tuning.DEFAULT_DESIRED_KL)
+    stated.append(f"keeps the wide target for {stage.iteration} iterations and the upstream one")
     assert_stated(text, stated, "chapter 4 does not state these as its records")
     assert best[42]["failed conditions"] == 1 and not iterations
     # "where the upstream schedule kept lowering it"

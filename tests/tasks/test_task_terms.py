@@ -262,6 +262,10 @@ def test_each_task_reaches_its_presets_terms_and_nothing_else():
             "commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
             "standing_stages": tuning.UPSTREAM_STANDING, "heading": None, "turn_in_place": None,
             "single_axis": None, "desired_kl": 0.01},
+        "walker_turning_axes_kl_staged": {
+            "commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
+            "standing_stages": tuning.UPSTREAM_STANDING, "heading": None, "turn_in_place": None,
+            "single_axis": None, "desired_kl": 0.01, "kl_stages": ()},
     }
     for preset in tuning.CANDIDATE_PRESETS:
         back = replace(preset, name="forward_tracking", **undo[preset.name])

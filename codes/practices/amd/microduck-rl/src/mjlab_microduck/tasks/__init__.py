@@ -17,6 +17,7 @@ compat.install_all()
 
 from mjlab.tasks.registry import list_tasks, register_mjlab_task
 
+from mjlab_microduck.tasks.kl_schedule import scheduled_runner
 from mjlab_microduck.tasks.rl_cfg import microduck_ppo_runner_cfg
 from mjlab_microduck.tasks.runner import AtomicSaveVelocityRunner
 from mjlab_microduck.tasks.symmetry import MirroredVelocityRunner
@@ -46,5 +47,5 @@ if TASK_ID not in list_tasks():
                 preset.num_mini_batches,
                 preset.desired_kl,
             ),
-            runner_cls=runner,
+            runner_cls=scheduled_runner(runner, preset),
         )
