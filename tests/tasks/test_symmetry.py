@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mjlab_microduck.robot.constants import LEG_JOINT_SUFFIXES, get_spec
-from mjlab_microduck.tasks import symmetry
+from mjlab_microduck.tasks import kl_schedule, symmetry, tuning
 
 WALKER_TASK = "Mjlab-Velocity-Flat-MicroDuck-WalkerTuning"
 
@@ -180,8 +180,9 @@ def test_mirrored_actions_from_a_mirrored_state_give_mirrored_observations():
 @pytest.mark.slow
 def test_the_walker_trains_with_mirrored_minibatches(tmp_path, monkeypatch):
     """Two PPO updates of the walker on the CPU: rsl_rl doubles each mini-batch and logs a
-    symmetry loss (finite), so the augmentation really ran."""
-    from dataclasses import asdict
+    symmetry loss (finite), so the augmentation really ran. The same two updates run under a KL
+    stage from the second iteration (``kl_schedule``), on mjlab's runner and rsl_rl's PPO."""
+    from dataclasses import asdict, replace
 
     import torch
     from mjlab.rl import RslRlVecEnvWrapper
@@ -195,18 +196,22 @@ def test_the_walker_trains_with_mirrored_minibatches(tmp_path, monkeypatch):
         cfg["logger"] = "tensorboard"
         runner_cls = load_runner_cls(WALKER_TASK)
         assert runner_cls is symmetry.MirroredVelocityRunner
+        staged = replace(tuning.preset_of_task(WALKER_TASK), kl_stages=(tuning.KlStage(1, 0.004),))
+        runner_cls = kl_schedule.scheduled_runner(runner_cls, staged)
         runner = runner_cls(wrapped, cfg, str(tmp_path), device="cpu")
         assert runner.alg.symmetry["use_data_augmentation"] is True
-        seen = {}
+        seen, targets = {}, []
         update = runner.alg.update
 
         def recording_update():
+            targets.append(runner.alg.desired_kl)
             seen.update(update())
             return seen
 
         monkeypatch.setattr(runner.alg, "update", recording_update)
         runner.learn(num_learning_iterations=2)
         assert np.isfinite(seen["symmetry"])
+        assert targets == [staged.desired_kl, 0.004] and runner.alg.desired_kl == 0.004
         obs = wrapped.get_observations()
         doubled, actions = symmetry.mirror_augment(wrapped, obs, torch.zeros(8, 14))
         assert doubled.batch_size[0] == 16 and actions.shape == (16, 14)
