@@ -9,8 +9,11 @@ cannot leave a page saying the old number.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -252,6 +255,27 @@ def test_chapter_4_states_the_kl_target_comparison_as_recorded():
         assert upstream_rate.loc[500:599].median() < upstream_rate.loc[200:299].median()
     assert [wr.first_passing(r) for r in wide] == [None, None, None]
     assert 0.3 < float(worst_turn.split("heading change +")[1].split(" rad")[0])
+
+
+def test_chapter_4_states_the_yaw_rate_precision_the_heading_cases_ask_for():
+    from mjlab_microduck.analysis import gait
+    from mjlab_microduck.tasks import tuning
+
+    text = prose("04_train_500.md")
+    stiffness = gait.HEADING_CONTROL_STIFFNESS  # the gait test's heading law
+    assert tuning.WALKER_HEADING.heading.control_stiffness == stiffness  # and training's
+    allowed = gait.MAX_HEADING_CHANGE_RAD * stiffness
+    fine = tuning.WALKER_TURNING_AXES_FINE_YAW.fine_yaw
+    wide_share = math.exp(-(allowed**2) / tuning.WALKER_TURNING_AXES.ang_vel_std_rad_s**2)
+    stated = [
+        f"the yaw command is {stiffness:g} × the heading error",
+        f"settles *e* / {stiffness:g} off its heading: the test's "
+        f"{gait.MAX_HEADING_CHANGE_RAD:g} rad allows at most {allowed:g} rad/s",
+        f"pays {wide_share:.0%} of its reward at that error",
+        f"(standard deviation {fine.std_rad_s:g} rad/s, weight {fine.weight:g})",
+    ]
+    assert_stated(text, stated, "chapter 4 does not state these as the code has them")
+    assert fine.std_rad_s == pytest.approx(allowed)
 
 def test_chapter_6_states_its_other_rules_and_recorded_outcomes_as_they_are():
     from mjlab_microduck.analysis import acceptance, command_response

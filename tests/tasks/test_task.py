@@ -118,6 +118,27 @@ def test_the_stepping_preset_adds_its_reward_and_steps_finite():
     assert "single_stance" not in microduck_flat_env_cfg(tuning=BOOK).rewards
 
 
+def test_the_fine_yaw_preset_pays_its_yaw_term_from_the_envs_own_command_and_trunk():
+    from mjlab_microduck.tasks import mdp
+    from mjlab_microduck.tasks.tuning import WALKER_TURNING_AXES_FINE_YAW as FINE
+
+    env = _env(num_envs=2, tuning=FINE)
+    try:
+        env.reset()
+        assert "track_yaw_rate_fine" in env.reward_manager.active_terms
+        actions = torch.zeros(env.num_envs, env.action_manager.total_action_dim)
+        for _ in range(3):
+            _, reward, *_ = env.step(actions)
+        assert torch.isfinite(reward).all()
+        command = env.command_manager.get_command("twist")[:, 2]
+        yaw_rate = env.scene["robot"].data.root_link_ang_vel_b[:, 2]
+        expected = torch.exp(-((command - yaw_rate) ** 2) / FINE.fine_yaw.std_rad_s**2)
+        paid = mdp.track_yaw_rate(env, std=FINE.fine_yaw.std_rad_s)
+        assert paid.shape == (2,) and torch.allclose(paid, expected)
+    finally:
+        env.close()
+
+
 @pytest.mark.slow
 def test_the_gait_preset_observes_its_clock_and_standing_earns_half_its_reward():
     env = _env(num_envs=2, tuning=GAIT_SLOW)

@@ -127,6 +127,35 @@ def test_single_stance_reads_the_contact_sensor_and_the_command():
     assert mdp.single_stance(env, "feet", "twist").tolist() == [1.0]
 
 
+def test_the_fine_yaw_term_pays_the_yaw_rate_error_alone():
+    command = torch.tensor([[0.0, 0.3, 0.5], [0.0, 0.0, 0.5], [0.0, 0.0, 0.0]])
+    # roll and pitch rates of a walking trunk, which mjlab's angular kernel counts as error
+    ang_vel = torch.tensor([[0.8, -0.6, 0.5], [0.0, 0.0, 0.35], [0.0, 0.0, 0.15]])
+    robot = SimpleNamespace(data=SimpleNamespace(root_link_ang_vel_b=ang_vel))
+    env = SimpleNamespace(scene={"robot": robot},
+                          command_manager=SimpleNamespace(get_command=lambda name: command))
+    reward = mdp.track_yaw_rate(env, std=0.15)
+    assert reward.tolist() == pytest.approx([1.0, math.exp(-1.0), math.exp(-1.0)])
+
+
+def test_only_the_fine_yaw_preset_adds_a_narrow_yaw_rate_term_beside_the_wide_one():
+    from mjlab_microduck.tasks import tuning
+    from mjlab_microduck.tasks.velocity import TASK_ID, env_cfg_of_task
+
+    fine = tuning.WALKER_TURNING_AXES_FINE_YAW
+    rewards = env_cfg_of_task(f"{TASK_ID}-{fine.task_suffix}").rewards
+    term = rewards["track_yaw_rate_fine"]
+    assert term.func is mdp.track_yaw_rate
+    assert (term.weight, term.params["std"]) == (2.0, 0.15) == (
+        fine.fine_yaw.weight, fine.fine_yaw.std_rad_s)
+    # the wide term stays as it was: it is what teaches turning
+    wide = rewards["track_angular_velocity"]
+    assert (wide.weight, wide.params["std"]) == (4.0, pytest.approx(math.sqrt(0.5)))
+    axes = env_cfg_of_task(f"{TASK_ID}-{tuning.WALKER_TURNING_AXES.task_suffix}").rewards
+    assert "track_yaw_rate_fine" not in axes
+    assert set(rewards) - set(axes) == {"track_yaw_rate_fine"}
+
+
 def test_presets_differ_only_where_they_say():
     assert (BOOK.air_time_min_s, BOOK.single_stance_weight) == (0.125, 0.0)
     assert (UPSTREAM.air_time_min_s, UPSTREAM.single_stance_weight) == (0.125, 0.0)
@@ -266,6 +295,10 @@ def test_each_task_reaches_its_presets_terms_and_nothing_else():
             "commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
             "standing_stages": tuning.UPSTREAM_STANDING, "heading": None, "turn_in_place": None,
             "single_axis": None, "desired_kl": 0.01, "kl_stages": ()},
+        "walker_turning_axes_fine_yaw": {
+            "commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
+            "standing_stages": tuning.UPSTREAM_STANDING, "heading": None, "turn_in_place": None,
+            "single_axis": None, "fine_yaw": None},
     }
     for preset in tuning.CANDIDATE_PRESETS:
         back = replace(preset, name="forward_tracking", **undo[preset.name])

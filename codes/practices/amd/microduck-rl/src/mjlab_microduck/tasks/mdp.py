@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from mjlab.envs import ManagerBasedRlEnv
 
 _FEET = SceneEntityCfg("robot", site_names=FOOT_SITES)
+_ROBOT = SceneEntityCfg("robot")
 
 
 class StandingStage(TypedDict):
@@ -131,6 +132,22 @@ def single_stance(
     """
     command = env.command_manager.get_command(command_name)
     return single_stance_indicator(feet_in_contact(env, sensor_name), command, command_threshold)
+
+
+def yaw_rate_kernel(command_rad_s: torch.Tensor, yaw_rate_rad_s: torch.Tensor,
+                    std_rad_s: float) -> torch.Tensor:
+    """``exp(-(command - yaw rate)^2 / std^2)``: the yaw-rate error alone."""
+    return torch.exp(-torch.square(command_rad_s - yaw_rate_rad_s) / std_rad_s**2)
+
+
+def track_yaw_rate(env: ManagerBasedRlEnv, std: float, command_name: str = "twist",
+                   asset_cfg: SceneEntityCfg = _ROBOT) -> torch.Tensor:
+    """The commanded yaw rate tracked by a kernel of its own. mjlab's ``track_angular_velocity``
+    also counts the trunk's roll and pitch rates as error, which a walking biped always has: a
+    narrow kernel of that sum would pay almost nothing whatever the yaw rate."""
+    command = env.command_manager.get_command(command_name)
+    yaw_rate = env.scene[asset_cfg.name].data.root_link_ang_vel_b[:, 2]
+    return yaw_rate_kernel(command[:, 2], yaw_rate, std)
 
 
 def feet_in_contact(env: ManagerBasedRlEnv, sensor_name: str) -> torch.Tensor:

@@ -327,6 +327,12 @@ def _configure_rewards(cfg: ManagerBasedRlEnvCfg, tuning: VelocityTuning) -> Non
     rewards["track_angular_velocity"].params["std"] = tuning.ang_vel_std_rad_s
     rewards["track_linear_velocity"].weight = tuning.tracking_weight
     rewards["track_angular_velocity"].weight = tuning.tracking_weight
+    if tuning.fine_yaw is not None:
+        rewards["track_yaw_rate_fine"] = RewardTermCfg(
+            func=duck_mdp.track_yaw_rate,
+            weight=tuning.fine_yaw.weight,
+            params={"std": tuning.fine_yaw.std_rad_s, "command_name": "twist"},
+        )
     rewards["upright"].weight = 2.0
     rewards["upright"].params["std"] = math.sqrt(0.05)
     rewards["upright"].params["asset_cfg"].body_names = (ROOT_BODY,)
