@@ -132,7 +132,7 @@ def test_the_fine_yaw_preset_pays_its_yaw_term_from_the_envs_own_command_and_tru
         assert torch.isfinite(reward).all()
         command = env.command_manager.get_command("twist")[:, 2]
         yaw_rate = env.scene["robot"].data.root_link_ang_vel_b[:, 2]
-        expected = torch.exp(-((command - yaw_rate) ** 2) / FINE.fine_yaw.std_rad_s**2)
+        expected = mdp.yaw_rate_kernel(command, yaw_rate, FINE.fine_yaw.std_rad_s)
         paid = mdp.track_yaw_rate(env, std=FINE.fine_yaw.std_rad_s)
         assert paid.shape == (2,) and torch.allclose(paid, expected)
     finally:
