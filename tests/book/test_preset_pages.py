@@ -68,10 +68,12 @@ def test_preset_table_from_the_published_records():
     axes_8192 = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_8192)
     more = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_MORE_UPDATES)
     wide_kl = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_WIDE_KL)
+    fine_yaw = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FINE_YAW)
     levers = {"walker_turning": (turning, alone), "walker_turning_short": (short, ()),
               "walker_turning_axes": (axes, ()), "walker_turning_axes_8192": (axes_8192, ()),
               "walker_turning_axes_more_updates": (more, ()),
-              "walker_turning_axes_wide_kl": (wide_kl, ())}
+              "walker_turning_axes_wide_kl": (wide_kl, ()),
+              "walker_turning_axes_fine_yaw": (fine_yaw, ())}
     table = preset_pages.preset_table(
         wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW), walker_record=walker_record,
         levers=levers)
@@ -141,6 +143,9 @@ def test_preset_table_from_the_published_records():
         "WALKER_TURNING_AXES_WIDE_KL": (
             wide_kl, "PPO KL target per update 0.01 → 0.02", "(4096 envs each)", 599,
             "seed 42's model_525, fails 1 condition"),
+        "WALKER_TURNING_AXES_FINE_YAW": (
+            fine_yaw, "a narrow yaw-rate term beside the wide one: std 0.15 rad/s, weight 2",
+            "(4096 envs each)", 449, "seed 42's model_350, fails 11 conditions"),
     }  # fmt: skip
     for name, (runs, changed, envs, last, closest) in unpassed.items():
         row = table.loc[name]
@@ -214,3 +219,5 @@ def test_every_table_preset_says_what_it_changed():
         "PPO mini-batches per epoch 4 → 8")
     assert preset_pages.changes(tuning.WALKER_TURNING_AXES_WIDE_KL) == (
         "PPO KL target per update 0.01 → 0.02")
+    assert preset_pages.changes(tuning.WALKER_TURNING_AXES_FINE_YAW) == (
+        "a narrow yaw-rate term beside the wide one: std 0.15 rad/s, weight 2")

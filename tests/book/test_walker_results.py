@@ -403,7 +403,7 @@ def test_a_recipe_published_by_its_gait_tests_alone_has_no_clock():
 
 def test_every_recipe_says_the_env_count_its_training_records_ran():
     recipes = [v for v in vars(wr).values() if isinstance(v, wr.Recipe)]
-    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 11
+    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 12
     checked = 0
     for recipe in recipes:
         for stage in recipe.stages:
@@ -412,7 +412,7 @@ def test_every_recipe_says_the_env_count_its_training_records_ran():
                 if where.is_dir():  # a recipe's seed trained again alone is one seed
                     assert records.load_record(where).config["num_envs"] == recipe.num_envs
                     checked += 1
-    assert checked == 25  # WALKER: 2 stages x 3 seeds; 6 recipes x 3 seeds; one seed alone
+    assert checked == 28  # WALKER: 2 stages x 3 seeds; 7 recipes x 3 seeds; one seed alone
 
 
 def test_twice_the_envs_learn_less_per_transition():

@@ -455,3 +455,75 @@ def test_chapter_10_states_the_recorded_pairs_as_they_are():
         assert two >= one  # "the two-GPU run learns at least as fast", per iteration
     assert f"at least {scaling.PER_GPU_EFFICIENCY_RULE:g} of one GPU's throughput" in text
     assert "Both pairs meet it" in text
+
+
+def test_chapter_4_states_the_narrow_yaw_term_as_recorded():
+    from mjlab_microduck.book import heading_hold as hh
+    from mjlab_microduck.book import walker_results as wr
+
+    text = prose("04_train_500.md")
+    axes = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)
+    fine = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FINE_YAW)
+    turning = wr.seed_runs(recipe=wr.WALKER_TURNING)
+    wide = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_WIDE_KL)
+    hold = hh.heading_hold_table({"axes": axes, "fine": fine}, 300, 450)
+    errors = hh.command_error_table({"turning": turning, "wide": wide, "fine": fine}, 449)
+
+    def spread(label: str, column: str, digits: str) -> str:
+        values = errors.loc[label, column]
+        return f"{values.min():{digits}}–{values.max():{digits}}"
+
+    frame = wr.transitions_table({"axes": axes, "fine": fine})
+    at_400 = frame[frame["iteration"] == 400].groupby("runs")["failed conditions"]
+    mine = frame[frame["runs"] == "fine"]
+    closest = mine.loc[mine["failed conditions"].idxmin()]
+    seed_42 = fine[wr.SEEDS.index(42)]
+    stands = max(seed_42.verdict(it)["table"][8]["max_displacement_m"] for it, _, _ in seed_42.gait)
+    assert seed_42.verdict(400)["table"][8]["case"] == "stand"
+    past = "checkpoints past 0.3 rad"
+    stated = [
+        f"Its three seeds trained {fine[0].stages[0][1].config['iterations']} iterations side by "
+        "side on one H200",
+        f"turns {hold.loc['fine', 'worst robot (rad, median)']:.2f} rad (median) against "
+        f"{hold.loc['axes', 'worst robot (rad, median)']:.2f} rad with the wide term alone, and "
+        f"{hold.loc['fine', past]} of {hold.loc['fine', 'checkpoints']} checkpoints let a robot "
+        f"past 0.3 rad, against {hold.loc['axes', past]} of {hold.loc['axes', 'checkpoints']}",
+        f"The yaw-rate error is {spread('fine', 'yaw-rate error', '.2f')} against "
+        f"{spread('turning', 'yaw-rate error', '.2f')} without single-axis environments and "
+        f"{spread('wide', 'yaw-rate error', '.2f')} with them",
+        f"the planar velocity error is a little higher, "
+        f"{spread('fine', 'planar velocity error', '.3f')} against "
+        f"{spread('turning', 'planar velocity error', '.3f')} and "
+        f"{spread('wide', 'planar velocity error', '.3f')}",
+        f"No checkpoint passes by model_{mine['iteration'].max()}",
+        f"At model_400 the three seeds fail {at_400.min()['fine']}–{at_400.max()['fine']} "
+        f"conditions, against {at_400.min()['axes']}–{at_400.max()['axes']} with the wide term",
+        f"seed {closest['seed']} comes closest, {closest['failed conditions']} failed conditions "
+        f"at model_{closest['iteration']}",
+        f"its standing robots move up to {stands:.3f} m",
+    ]
+    assert_stated(text, stated, "chapter 4 does not state these as its records")
+    assert [wr.first_passing(r) for r in fine] == [None, None, None]
+    # "The recipe that passes lets a robot past the limit at all 12 of these early checkpoints"
+    heading = hh.heading_hold_table({"heading": wr.seed_runs(recipe=wr.WALKER_HEADING)}, 300, 450)
+    assert heading.loc["heading", past] == heading.loc["heading", "checkpoints"] == 12
+    assert "lets a robot past the limit at all 12 of these early checkpoints" in text
+    # "Where sideways fails in seed 42, it is the mean progress, 0.79-0.80 ..., never the heading"
+    sideways = [f for it, _, _ in seed_42.gait if it >= 300
+                for f in seed_42.verdict(it)["failures"] if "sideways" in f]  # fmt: skip
+    assert sideways and all("mean progress 0.8" in f or "mean progress 0.79" in f
+                            for f in sideways)  # fmt: skip
+    # "no robot of a nearly passing checkpoint loses its heading walking sideways"
+    near = [(r, it) for r in fine for it, _, _ in r.gait
+            if 0 < len(r.verdict(it)["failures"]) <= wr.NEAR_PASS_MAX_FAILED]  # fmt: skip
+    assert near and not any("sideways" in f and "heading" in f
+                            for r, it in near for f in r.verdict(it)["failures"])  # fmt: skip
+    # "Seeds 43 and 44 stand still when told to walk at 0.1 m/s, at every tested checkpoint"
+    for run in fine[1:]:
+        for it, _, _ in run.gait:
+            assert run.verdict(it)["table"][0]["case"] == "forward_0.1"
+            assert run.verdict(it)["table"][0]["mean_progress_ratio"] < 0.02
+    axes_42 = axes[wr.SEEDS.index(42)]
+    assert [it for it, _, _ in axes_42.gait
+            if axes_42.verdict(it)["table"][0]["mean_progress_ratio"] < 0.02] == [300, 350]
+    assert wr.first_passing(axes[wr.SEEDS.index(43)])[0] == 500  # exercise 8

@@ -88,6 +88,41 @@ def test_a_folded_gait_test_reads_back_exactly(tmp_path):
     assert source.is_dir()  # the caller retires the folders
 
 
+def test_a_two_mode_gait_test_folds_the_robot_counts_of_its_verdicts_mode(tmp_path):
+    # The walker's test ran every straight case twice, steered (the verdict) and open-loop.
+    name = wr.published_walker()["gait_record"]
+    source = shutil.copytree(RESULTS / name, tmp_path / name)
+    robots = pd.read_csv(source / "robots.csv")
+    assert set(robots["mode"]) == {"heading", "open_loop"}
+    folds.fold([source], tmp_path / "gait_history", kind="gait_test", now=NOW)
+    (run,) = folds.load_fold(tmp_path / "gait_history")
+    verdict = folds.gait_verdict(run)
+    limit = verdict["thresholds"]["max_heading_change_rad"]
+    steered = robots[(robots["mode"] == "heading") & (robots["case"] == "left_0.15")]
+    row = next(r for r in verdict["table"] if r["case"] == "left_0.15")
+    assert row["robots"] == len(steered) == 80  # 5 seeds x 16 robots, not both modes' 160
+    assert row["robots_heading_within"] == int((steered["heading_change_rad"].abs() <= limit).sum())
+    open_loop = robots[(robots["mode"] == "open_loop") & (robots["case"] == "left_0.15")]
+    assert (open_loop["heading_change_rad"].abs() > limit).sum() > (
+        steered["heading_change_rad"].abs() > limit).sum()  # mixing them would move the share
+
+
+def test_the_heading_share_reads_the_verdicts_mode_and_refuses_counts_of_both(tmp_path):
+    whole = wr.seed_run(42, recipe=wr.WALKER_HEADING)
+    robots = pd.read_csv(RESULTS / wr.published_walker()["gait_record"] / "robots.csv")
+    sideways = robots[robots["case"].str.startswith(("left", "right"))]
+    steered = sideways[sideways["mode"] == "heading"]
+    share = whole.heading_share(999, ("left", "right"))
+    assert share == pytest.approx((steered["heading_change_rad"].abs() <= 0.3).mean())
+    assert share == 1.0  # the walker passes: every steered robot within 0.3 rad
+    assert (sideways["heading_change_rad"].abs() > 0.3).any()  # the open-loop runs are not
+    # a gait history folded when the counts covered both modes: 160 robot runs of 80 per mode
+    wide_kl = wr.seed_run(42, recipe=wr.WALKER_TURNING_AXES_WIDE_KL)
+    folded_rows = [r for r in wide_kl.verdict(525)["table"] if r["case"] == "left_0.15"]
+    assert (folded_rows[0]["robots"], folded_rows[0]["seeds"]) == (160, 5)
+    assert wide_kl.heading_share(525, ("left", "right")) is None
+
+
 def test_folded_replays_keep_their_videos_and_are_found_by_their_old_names(tmp_path):
     a = _replay(tmp_path, "rep_a", video=b"a" * 10, wall=7.0)
     b = _replay(tmp_path, "rep_b", video=b"b" * 20, wall=8.5)
@@ -178,7 +213,8 @@ def test_the_published_summary_records_fold_what_they_say():
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES),
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES_8192),
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES_MORE_UPDATES),
-                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_WIDE_KL)}  # fmt: skip
+                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_WIDE_KL),
+                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_FINE_YAW)}  # fmt: skip
     counts = {name: r.summary["runs"] for name, r in summaries.items()}
     assert counts == {results.RECIPE_REPLAYS: 5, results.PRESET_HISTORY: 28,
                       wr.gait_history_folder(wr.WALKER): 39,
@@ -196,7 +232,9 @@ def test_the_published_summary_records_fold_what_they_say():
                       # 3 seeds x 11 checkpoints (every 25th from 200, and 449)
                       wr.gait_history_folder(wr.WALKER_TURNING_AXES_MORE_UPDATES): 33,
                       # 3 seeds x 17 checkpoints (every 25th from 200, and 599)
-                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_WIDE_KL): 51}  # fmt: skip
+                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_WIDE_KL): 51,
+                      # 3 seeds x 6 checkpoints (every 50th from 200, and 449)
+                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_FINE_YAW): 18}  # fmt: skip
     for name, record in summaries.items():
         records.verify_artifacts(record, RESULTS / name)
         runs = folds.load_fold(RESULTS / name)

@@ -31,6 +31,7 @@ BUILT_ON: dict[str, tuning.VelocityTuning | None] = {
     "walker_turning_short": tuning.WALKER_TURNING, "walker_turning_axes": tuning.WALKER_TURNING,
     "walker_turning_axes_more_updates": tuning.WALKER_TURNING_AXES,
     "walker_turning_axes_wide_kl": tuning.WALKER_TURNING_AXES,
+    "walker_turning_axes_fine_yaw": tuning.WALKER_TURNING_AXES,
 }  # fmt: skip
 """The preset each one was derived from (None: the upstream figures)."""
 LABELS = {
@@ -51,7 +52,8 @@ TABLE_PRESETS = (tuning.UPSTREAM, tuning.BOOK, tuning.GAIT_SLOW, tuning.STEPPING
                  tuning.WALKER_NARROW, tuning.WALKER_HEADING, tuning.WALKER_TURNING,
                  tuning.WALKER_TURNING_SHORT, tuning.WALKER_TURNING_AXES,
                  tuning.WALKER_TURNING_AXES_MORE_UPDATES,
-                 tuning.WALKER_TURNING_AXES_WIDE_KL)  # fmt: skip
+                 tuning.WALKER_TURNING_AXES_WIDE_KL,
+                 tuning.WALKER_TURNING_AXES_FINE_YAW)  # fmt: skip
 ENV_COUNT_LEVERS = {
     walker_results.WALKER_TURNING_AXES_8192.name: (
         walker_results.WALKER_TURNING_AXES_8192, walker_results.WALKER_TURNING_AXES)
@@ -60,7 +62,7 @@ ENV_COUNT_LEVERS = {
 the recipe it trains again); each has a row under the preset both train."""
 LEVERS = ("walker_turning", "walker_turning_short", "walker_turning_axes",
           "walker_turning_axes_more_updates", "walker_turning_axes_wide_kl",
-          *ENV_COUNT_LEVERS)  # fmt: skip
+          "walker_turning_axes_fine_yaw", *ENV_COUNT_LEVERS)  # fmt: skip
 """Levers tried on the recipe that passes: their rows need their runs (``preset_table``)."""
 STANDS_BELOW_M = 0.05
 """A preset whose largest 4 s displacement stays below this "stands"."""
@@ -115,6 +117,11 @@ def changes(preset: tuning.VelocityTuning) -> str:
             out.append(
                 f"single-axis envs: {new.envs_fraction:.0%} of the draws that neither stand "
                 f"nor turn in place walk along x or y only, at least {new.min_speed_m_s:g} m/s"
+            )
+        elif f.name == "fine_yaw":
+            out.append(
+                f"a narrow yaw-rate term beside the wide one: std {new.std_rad_s:g} rad/s, "
+                f"weight {new.weight:g}"
             )
         elif f.name == "commands":
             out.append(f"commands {command_text(new)} (was {command_text(old)})")

@@ -95,6 +95,13 @@ WALKER_TURNING_AXES_WIDE_KL = Recipe(
     "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningAxesWideKlTuning",
     ("main",),
 )
+# WALKER_TURNING_AXES_FINE_YAW: WALKER_TURNING_AXES plus a narrow yaw-rate term beside the wide
+# one (tasks/tuning.FineYawTracking), trained at 4096 envs like WALKER_TURNING_AXES.
+WALKER_TURNING_AXES_FINE_YAW = Recipe(
+    "walker_turning_axes_fine_yaw",
+    "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningAxesFineYawTuning",
+    ("main",),
+)
 WALKER_TASK = WALKER.task
 CANDIDATE_GAIT_TEST = "h200_walker_gait_s42_model_550"
 """The gait test of the walker recipe's candidate, kept whole beside the recipe's gait history:
@@ -173,19 +180,26 @@ class SeedRun:
         return walker.progress_table(verdicts, self.clock() if self.stages else None)
 
     def heading_share(self, iteration: int, cases: tuple[str, ...]) -> float | None:
-        """The share of robot runs, over the cases whose name starts with one of ``cases``,
-        whose heading stayed within the gait test's limit; None where the test kept no
-        robot-level numbers (its ``robots.csv``, or their per-case counts in a fold)."""
-        where = next(w for it, w, _ in self.gait if it == iteration)
+        """The share of robot runs of the verdict's mode, over the cases whose name starts with
+        one of ``cases``, whose heading stayed within the gait test's limit; None where the test
+        kept no robot-level numbers of that mode (its ``robots.csv``, or their per-case counts
+        in a fold; a fold made before the counts kept to one mode has more robot runs per case
+        than the test ran in one mode)."""
+        where, record = next((w, rec) for it, w, rec in self.gait if it == iteration)
         verdict = self.verdict(iteration)
         limit = verdict["thresholds"][folds.HEADING_LIMIT_KEY]
         robots_csv = where / folds.ROBOTS_FILENAME
         if robots_csv.is_file():
             robots = pd.read_csv(robots_csv)
+            if "mode" in robots.columns and verdict.get("mode"):
+                robots = robots[robots["mode"] == verdict["mode"]]
             straight = robots[robots["case"].str.startswith(cases)]
             return float((straight["heading_change_rad"].abs() <= limit).mean())
         rows = [r for r in verdict["table"] if str(r["case"]).startswith(cases)]
         if not rows or any(r.get("robots") is None for r in rows):
+            return None
+        per_mode = record.config.get("robots_per_case")
+        if per_mode and any(r["robots"] > r["seeds"] * per_mode for r in rows):
             return None
         return sum(r["robots_heading_within"] for r in rows) / sum(r["robots"] for r in rows)
 

@@ -140,12 +140,19 @@ def _gait_rows(name: str, record: records.RunRecord, extra: Mapping[str, Any]) -
     return rows
 
 
-def robots_per_case(robots_csv: Path, limit: float) -> dict[str, dict[str, int]]:
+def robots_per_case(
+    robots_csv: Path, limit: float, mode: str | None = None
+) -> dict[str, dict[str, int]]:
     """Per case of a gait test's ``robots.csv``: how many robot runs, and how many kept their
-    heading within ``limit`` rad (what chapter 5's share of robots holding a heading needs)."""
+    heading within ``limit`` rad (what chapter 5's share of robots holding a heading needs).
+    With ``mode``, only that mode's rows count where the file says each row's mode: a test of
+    both modes runs every straight case twice, once steered and once open-loop, and only the
+    verdict's mode is the verdict's evidence."""
     import pandas as pd
 
     robots = pd.read_csv(robots_csv)
+    if mode is not None and "mode" in robots.columns:
+        robots = robots[robots["mode"] == mode]
     within = robots["heading_change_rad"].abs() <= limit
     out = {}
     for case, group in robots.groupby("case", sort=False):
@@ -236,8 +243,8 @@ def read_source(where: str | Path, kind: str | None = None) -> Source:
         extra["verdict"] = verdict
         robots = where / ROBOTS_FILENAME
         if robots.is_file() and HEADING_LIMIT_KEY in verdict.get("thresholds", {}):
-            extra["robots_per_case"] = robots_per_case(robots,
-                                                       verdict["thresholds"][HEADING_LIMIT_KEY])
+            extra["robots_per_case"] = robots_per_case(
+                robots, verdict["thresholds"][HEADING_LIMIT_KEY], verdict.get("mode"))
     return Source(where, record, extra)
 
 
