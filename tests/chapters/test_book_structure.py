@@ -61,7 +61,7 @@ def test_toc_has_the_chapter_plan():
                         "Appendices"]
     files = toc_files()
     chapters = [f for f in files if f.startswith("notebooks/")]
-    assert [c.split("/")[1][:2] for c in chapters] == [f"{i:02d}" for i in range(1, 11)]
+    assert [c.split("/")[1][:2] for c in chapters] == [f"{i:02d}" for i in range(1, 12)]
     assert files[-4:] == ["book/appendix_tests", "book/appendix_reproduce",
                           "book/appendix_reference_stack", "book/references"]
 

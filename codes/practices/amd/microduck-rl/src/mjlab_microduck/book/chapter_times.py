@@ -147,6 +147,10 @@ CHAPTERS: tuple[Chapter, ...] = (
         "a short training on every visible GPU (one process on a CPU)",
         (GpuWork("the short training"),),
     ),
+    Chapter(
+        "notebooks/11_time_to_walk",
+        "nothing live: the recorded runs of the walker recipe and its levers",
+    ),
 )
 
 

@@ -126,16 +126,14 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
     ChapterRuns(
         "notebooks/04_train_500", "The 500-iteration run",
         (*ALL_PRESET_RUNS, *WALKER_RUNS, *WALKER_NARROW_RUNS, *WALKER_HEADING_RUNS,
-         *WALKER_TURNING_RUNS, "bench_h200", wr.ENVS_BENCH),
+         *WALKER_TURNING_RUNS, "bench_h200"),
         "The recorded first stage (`results.RECIPE_RUN_500`) and its replay of `model_499.pt`; "
         "every preset's runs and protocol replays (`acceptance.preset_outcomes`), the "
-        "superseded ones as rows of summary records; the walker recipes at scale "
+        "superseded ones as rows of summary records; the walker recipes at scale and the "
+        "levers tried on the one that passes, one row each in the preset table "
         "(`walker_results.seed_runs`: their training stages, their gait histories and the "
-        "gait tests kept whole), the turn-in-place lever's seed 43 trained again alone and "
-        "its short-rollout variant at 8192 envs (`walker_results.time_to_walk_table`), the "
-        "single-axis lever by its gait tests alone, the walker (`walker.json`); the "
-        "benchmarks' time per iteration (`bench_h200/bench.csv`, and the walker task's by env "
-        "count: `walker_results.time_budget_table`).",
+        "gait tests kept whole), the walker (`walker.json`) and its time to walk; the "
+        "benchmark's time per iteration alone (`bench_h200/bench.csv`).",
     ),
     ChapterRuns(
         "notebooks/05_resume_1500", "Resuming to 1500 updates",
@@ -176,6 +174,16 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
         ("h200x2_1gpu_4096", "h200x2_2gpu_4096", "h200x2_1gpu_4096_repeat",
          "h200x2_2gpu_4096_repeat"),
         "The two pairs of one- and two-GPU runs (`results.load_published`).",
+    ),
+    ChapterRuns(
+        "notebooks/11_time_to_walk", "Time to walk",
+        (*WALKER_HEADING_RUNS, *WALKER_TURNING_RUNS, wr.ENVS_BENCH),
+        "The recipe that passes and every lever tried on it (`walker_results.seed_runs`): "
+        "their training clocks (`walker_results.time_to_walk_table`), the turn-in-place "
+        "lever's seed 43 trained again alone, the single-axis lever by its gait tests alone, "
+        "their gait tests by transitions, updates and near passes, the heading hold and "
+        "command errors (`heading_hold`); the walker task's PPO iteration alone by env count "
+        "(`walker_results.time_budget_table`).",
     ),
     ChapterRuns(
         "book/intro", "The front page", FRONT_PAGE_RUNS,
