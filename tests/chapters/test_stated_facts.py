@@ -132,6 +132,7 @@ def test_chapter_4_states_the_recipes_and_their_published_runs_as_they_are():
     first_run, first = walker_record["side_by_side"]["first_passing"].split("/")
     first_seed = int(first_run.rsplit("_s", 1)[1])
     assert f"The first checkpoint to pass is seed {first_seed}'s `{first}`" in text
+    assert f"the first of them to pass did so at {first}." in text  # its time to walk
     assert f"the book's walker is the same seed's `model_{walker_record['iteration']}`" in text
     assert walker_record["seed"] == first_seed and walker_record["ci_gait_record"]
 
