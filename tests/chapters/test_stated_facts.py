@@ -462,6 +462,7 @@ def test_chapter_10_states_the_recorded_pairs_as_they_are():
 
 
 def test_chapter_11_states_the_narrow_yaw_term_as_recorded():
+    from mjlab_microduck.analysis import gait
     from mjlab_microduck.book import heading_hold as hh
     from mjlab_microduck.book import walker_results as wr
 
@@ -530,4 +531,17 @@ def test_chapter_11_states_the_narrow_yaw_term_as_recorded():
     axes_42 = axes[wr.SEEDS.index(42)]
     assert [it for it, _, _ in axes_42.gait
             if axes_42.verdict(it)["table"][0]["mean_progress_ratio"] < 0.02] == [300, 350]
-    assert wr.first_passing(axes[wr.SEEDS.index(43)])[0] == 500  # exercise 8
+    assert wr.first_passing(axes[wr.SEEDS.index(43)])[0] == 500  # exercise 4
+    # the next lever, registered: a narrow planar term beside the wide one
+    from mjlab_microduck.tasks import tuning
+
+    both = tuning.WALKER_TURNING_AXES_FINE_TRACKING
+    slowest = min(abs(c.lin_vel_x) for c in gait.CASES if c.lin_vel_x)
+    assert both.fine_yaw == tuning.WALKER_TURNING_AXES_FINE_YAW.fine_yaw
+    assert_stated(text, [
+        f"told to walk at {slowest:g} m/s keeps "
+        f"{both.standing_tracking_reward(slowest):.0%} of the linear-velocity term",
+        f"(standard deviation {both.fine_planar.std_m_s:g} m/s, weight "
+        f"{both.fine_planar.weight:g}), under which the same robot keeps "
+        f"{math.exp(-(slowest**2) / both.fine_planar.std_m_s**2):.0%}",
+    ], "chapter 11 does not state the next lever as the code has it")

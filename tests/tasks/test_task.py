@@ -118,23 +118,29 @@ def test_the_stepping_preset_adds_its_reward_and_steps_finite():
     assert "single_stance" not in microduck_flat_env_cfg(tuning=BOOK).rewards
 
 
-def test_the_fine_yaw_preset_pays_its_yaw_term_from_the_envs_own_command_and_trunk():
+def test_the_fine_presets_pay_their_narrow_terms_from_the_envs_own_command_and_trunk():
     from mjlab_microduck.tasks import mdp
-    from mjlab_microduck.tasks.tuning import WALKER_TURNING_AXES_FINE_YAW as FINE
+    from mjlab_microduck.tasks.tuning import WALKER_TURNING_AXES_FINE_TRACKING as FINE
 
-    env = _env(num_envs=2, tuning=FINE)
+    env = _env(num_envs=2, tuning=FINE)  # the narrow yaw-rate and planar terms both
     try:
         env.reset()
-        assert "track_yaw_rate_fine" in env.reward_manager.active_terms
+        active = env.reward_manager.active_terms
+        assert {"track_yaw_rate_fine", "track_planar_velocity_fine"} <= set(active)
         actions = torch.zeros(env.num_envs, env.action_manager.total_action_dim)
         for _ in range(3):
             _, reward, *_ = env.step(actions)
         assert torch.isfinite(reward).all()
-        command = env.command_manager.get_command("twist")[:, 2]
-        yaw_rate = env.scene["robot"].data.root_link_ang_vel_b[:, 2]
-        expected = mdp.yaw_rate_kernel(command, yaw_rate, FINE.fine_yaw.std_rad_s)
+        command = env.command_manager.get_command("twist")
+        data = env.scene["robot"].data
+        expected = mdp.yaw_rate_kernel(command[:, 2], data.root_link_ang_vel_b[:, 2],
+                                       FINE.fine_yaw.std_rad_s)  # fmt: skip
         paid = mdp.track_yaw_rate(env, std=FINE.fine_yaw.std_rad_s)
         assert paid.shape == (2,) and torch.allclose(paid, expected)
+        planar = mdp.planar_velocity_kernel(command[:, :2], data.root_link_lin_vel_b[:, :2],
+                                            FINE.fine_planar.std_m_s)  # fmt: skip
+        paid = mdp.track_planar_velocity(env, std=FINE.fine_planar.std_m_s)
+        assert paid.shape == (2,) and torch.allclose(paid, planar)
     finally:
         env.close()
 

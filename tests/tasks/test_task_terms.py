@@ -138,22 +138,57 @@ def test_the_fine_yaw_term_pays_the_yaw_rate_error_alone():
     assert reward.tolist() == pytest.approx([1.0, math.exp(-1.0), math.exp(-1.0)])
 
 
-def test_only_the_fine_yaw_preset_adds_a_narrow_yaw_rate_term_beside_the_wide_one():
+def test_the_fine_planar_term_pays_the_planar_velocity_error_alone():
+    from mjlab_microduck.tasks import tuning
+
+    command = torch.tensor([[0.1, 0.0, 0.0], [0.0, 0.15, 0.5], [0.1, 0.0, 0.0]])
+    # a stepping trunk bobs: vertical velocity, which mjlab's linear kernel counts as error
+    lin_vel = torch.tensor([[0.1, 0.0, 0.3], [0.06, 0.07, 0.0], [0.0, 0.0, 0.0]])
+    robot = SimpleNamespace(data=SimpleNamespace(root_link_lin_vel_b=lin_vel))
+    env = SimpleNamespace(scene={"robot": robot},
+                          command_manager=SimpleNamespace(get_command=lambda name: command))
+    reward = mdp.track_planar_velocity(env, std=0.1)
+    # |(0.06, -0.08)| = 0.1: exp(-1); standing under 0.1 m/s: exp(-1) too
+    assert reward.tolist() == pytest.approx([1.0, math.exp(-1.0), math.exp(-1.0)])
+    fine = tuning.FinePlanarTracking()
+    assert math.exp(-((0.2 * 0.1) ** 2) / fine.std_m_s**2) == pytest.approx(0.96, abs=0.005)
+    standing = tuning.WALKER_TURNING_AXES.standing_tracking_reward(0.1)  # under the wide kernel
+    assert standing == pytest.approx(0.78, abs=0.005)
+
+
+# Each narrow term stands beside a wide one that stays as it was (the wide kernel is what
+# teaches turning and walking); each preset adds its one term to the preset it is built on.
+# preset: (built on, term, its function, the preset's field and its std's name, its weight and
+# std, the wide term and its weight and std)
+FINE_TERMS = {
+    "walker_turning_axes_fine_yaw": ("walker_turning_axes", "track_yaw_rate_fine",
+                                     mdp.track_yaw_rate, "fine_yaw", "std_rad_s", (2.0, 0.15),
+                                     "track_angular_velocity", (4.0, math.sqrt(0.5))),
+    "walker_turning_axes_fine_tracking": ("walker_turning_axes_fine_yaw",
+                                          "track_planar_velocity_fine", mdp.track_planar_velocity,
+                                          "fine_planar", "std_m_s", (2.0, 0.1),
+                                          "track_linear_velocity", (4.0, 0.2)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(FINE_TERMS))
+def test_a_fine_preset_adds_one_narrow_term_beside_the_wide_one(name):
     from mjlab_microduck.tasks import tuning
     from mjlab_microduck.tasks.velocity import TASK_ID, env_cfg_of_task
 
-    fine = tuning.WALKER_TURNING_AXES_FINE_YAW
-    rewards = env_cfg_of_task(f"{TASK_ID}-{fine.task_suffix}").rewards
-    term = rewards["track_yaw_rate_fine"]
-    assert term.func is mdp.track_yaw_rate
-    assert (term.weight, term.params["std"]) == (2.0, 0.15) == (
-        fine.fine_yaw.weight, fine.fine_yaw.std_rad_s)
-    # the wide term stays as it was: it is what teaches turning
-    wide = rewards["track_angular_velocity"]
-    assert (wide.weight, wide.params["std"]) == (4.0, pytest.approx(math.sqrt(0.5)))
-    axes = env_cfg_of_task(f"{TASK_ID}-{tuning.WALKER_TURNING_AXES.task_suffix}").rewards
-    assert "track_yaw_rate_fine" not in axes
-    assert set(rewards) - set(axes) == {"track_yaw_rate_fine"}
+    base, term_name, func, field, std_name, narrow, wide_name, wide = FINE_TERMS[name]
+    presets = {p.name: p for p in tuning.CANDIDATE_PRESETS}
+
+    def rewards_of(preset_name: str) -> dict:
+        return env_cfg_of_task(f"{TASK_ID}-{presets[preset_name].task_suffix}").rewards
+
+    rewards, setting = rewards_of(name), getattr(presets[name], field)
+    term = rewards[term_name]
+    assert term.func is func
+    assert (term.weight, term.params["std"]) == (setting.weight, getattr(setting, std_name))
+    assert (term.weight, term.params["std"]) == narrow
+    assert (rewards[wide_name].weight, rewards[wide_name].params["std"]) == pytest.approx(wide)
+    assert set(rewards) - set(rewards_of(base)) == {term_name}
 
 
 def test_presets_differ_only_where_they_say():
@@ -299,6 +334,10 @@ def test_each_task_reaches_its_presets_terms_and_nothing_else():
             "commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
             "standing_stages": tuning.UPSTREAM_STANDING, "heading": None, "turn_in_place": None,
             "single_axis": None, "fine_yaw": None},
+        "walker_turning_axes_fine_tracking": {
+            "commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
+            "standing_stages": tuning.UPSTREAM_STANDING, "heading": None, "turn_in_place": None,
+            "single_axis": None, "fine_yaw": None, "fine_planar": None},
     }
     for preset in tuning.CANDIDATE_PRESETS:
         back = replace(preset, name="forward_tracking", **undo[preset.name])

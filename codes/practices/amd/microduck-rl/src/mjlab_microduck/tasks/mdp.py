@@ -150,6 +150,22 @@ def track_yaw_rate(env: ManagerBasedRlEnv, std: float, command_name: str = "twis
     return yaw_rate_kernel(command[:, 2], yaw_rate, std)
 
 
+def planar_velocity_kernel(command_m_s: torch.Tensor, velocity_m_s: torch.Tensor,
+                           std_m_s: float) -> torch.Tensor:
+    """``exp(-|command - velocity|^2 / std^2)`` over the last axis (x, y): the planar error."""
+    return torch.exp(-torch.sum(torch.square(command_m_s - velocity_m_s), dim=-1) / std_m_s**2)
+
+
+def track_planar_velocity(env: ManagerBasedRlEnv, std: float, command_name: str = "twist",
+                          asset_cfg: SceneEntityCfg = _ROBOT) -> torch.Tensor:
+    """The commanded planar velocity tracked by a kernel of its own. mjlab's
+    ``track_linear_velocity`` also counts the trunk's vertical velocity as error, which a
+    stepping biped always has: a narrow kernel of that sum would charge every step's bob."""
+    command = env.command_manager.get_command(command_name)
+    velocity = env.scene[asset_cfg.name].data.root_link_lin_vel_b[:, :2]
+    return planar_velocity_kernel(command[:, :2], velocity, std)
+
+
 def feet_in_contact(env: ManagerBasedRlEnv, sensor_name: str) -> torch.Tensor:
     """``[envs, feet]``: which feet the contact sensor sees on the ground now."""
     return env.scene[sensor_name].data.current_contact_time > 0

@@ -333,6 +333,12 @@ def _configure_rewards(cfg: ManagerBasedRlEnvCfg, tuning: VelocityTuning) -> Non
             weight=tuning.fine_yaw.weight,
             params={"std": tuning.fine_yaw.std_rad_s, "command_name": "twist"},
         )
+    if tuning.fine_planar is not None:
+        rewards["track_planar_velocity_fine"] = RewardTermCfg(
+            func=duck_mdp.track_planar_velocity,
+            weight=tuning.fine_planar.weight,
+            params={"std": tuning.fine_planar.std_m_s, "command_name": "twist"},
+        )
     rewards["upright"].weight = 2.0
     rewards["upright"].params["std"] = math.sqrt(0.05)
     rewards["upright"].params["asset_cfg"].body_names = (ROOT_BODY,)
