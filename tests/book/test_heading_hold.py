@@ -36,18 +36,18 @@ def test_the_narrow_yaw_term_holds_the_sideways_heading_better_than_its_base():
     groups = {"axes": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES),
               "fine yaw": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FINE_YAW)}  # fmt: skip
     table = hh.heading_hold_table(groups, 300, 450)
-    assert list(table.columns) == ["checkpoints", "worst robot (rad, median)",
-                                   "worst robot (rad, largest)", "checkpoints past 0.3 rad"]
+    assert list(table.columns) == ["checkpoints", "worst, median (rad)",
+                                   "worst, largest (rad)", "past 0.3 rad"]
     for label, recipe in (("axes", wr.WALKER_TURNING_AXES),
                           ("fine yaw", wr.WALKER_TURNING_AXES_FINE_YAW)):  # fmt: skip
         worst = _sideways_worst(recipe, 300, 450)
         row = table.loc[label]
         assert row["checkpoints"] == len(worst) == 12  # 3 seeds x 300, 350, 400, 450 (449)
-        assert row["worst robot (rad, median)"] == round(worst.median(), 2)
-        assert row["worst robot (rad, largest)"] == round(worst.max(), 2)
-        assert row["checkpoints past 0.3 rad"] == int((worst > 0.3).sum())
-    assert table.loc["fine yaw", "checkpoints past 0.3 rad"] == 4
-    assert table.loc["axes", "checkpoints past 0.3 rad"] == 7
+        assert row["worst, median (rad)"] == round(worst.median(), 2)
+        assert row["worst, largest (rad)"] == round(worst.max(), 2)
+        assert row["past 0.3 rad"] == int((worst > 0.3).sum())
+    assert table.loc["fine yaw", "past 0.3 rad"] == 4
+    assert table.loc["axes", "past 0.3 rad"] == 7
     with pytest.raises(ValueError, match="no gait test from model_1000 to model_1200"):
         hh.heading_hold_table(groups, 1000, 1200)
 

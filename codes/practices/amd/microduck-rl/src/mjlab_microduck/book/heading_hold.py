@@ -56,9 +56,9 @@ def heading_hold_table(
         series = pd.Series(worst)
         rows.append({
             "runs": label, "checkpoints": len(worst),
-            "worst robot (rad, median)": round(float(series.median()), 2),
-            "worst robot (rad, largest)": round(float(series.max()), 2),
-            f"checkpoints past {limit:g} rad": int((series > limit).sum()),
+            "worst, median (rad)": round(float(series.median()), 2),
+            "worst, largest (rad)": round(float(series.max()), 2),
+            f"past {limit:g} rad": int((series > limit).sum()),
         })  # fmt: skip
     return pd.DataFrame(rows).set_index("runs")
 
