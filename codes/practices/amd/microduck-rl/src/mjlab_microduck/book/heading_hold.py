@@ -3,7 +3,7 @@
 Problem it solves: a lever aimed at one skill (a narrow yaw-rate term for holding the heading
 under mjlab's heading law) is judged twice: by the skill it aims at, read from the gait tests'
 per-case worst robot, and by what the training paid for it elsewhere, read from mjlab's own
-command metrics in the training scalars. Chapter 4 shows both for several recipes side by
+command metrics in the training scalars. Chapter 11 shows both for several recipes side by
 side; each table is computed from the published records, so no number is typed.
 """
 
@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from mjlab_microduck.book.walker_results import SeedRun
+from mjlab_microduck.runs.folds import HEADING_LIMIT_KEY
 
 SIDEWAYS_CASES = ("left_", "right_")
 """The gait test's sideways cases (``left_0.15``, ``right_0.15``), by name prefix."""
@@ -49,7 +50,7 @@ def heading_hold_table(
             for iteration, _, _ in run.gait:
                 if first_iteration <= iteration <= last_iteration:
                     worst.append(worst_heading_rad(run, iteration, cases))
-                    limit = run.verdict(iteration)["thresholds"]["max_heading_change_rad"]
+                    limit = run.verdict(iteration)["thresholds"][HEADING_LIMIT_KEY]
         if not worst:
             raise ValueError(f"{label}: no gait test from model_{first_iteration} to "
                              f"model_{last_iteration}")  # fmt: skip

@@ -344,7 +344,7 @@ WALKER_TURNING_SHARP = replace(
 # instead of 24. At 4096 envs an iteration alone on an H200 is mostly collection (1.0 of 1.2 s),
 # so a GPU with room left would finish one sooner. Its recorded seeds shared one H200 three at a
 # time, which left it no room: an iteration took as long as at 4096 envs, and no seed passed by
-# iteration 800 (chapter 4).
+# iteration 800 (chapter 11).
 WALKER_TURNING_SHORT = replace(WALKER_TURNING, name="walker_turning_short", steps_per_env=12)
 
 # WALKER_TURNING with single-axis envs: 30 % of the draws that neither stand nor turn in place
@@ -355,10 +355,10 @@ WALKER_TURNING_SHORT = replace(WALKER_TURNING, name="walker_turning_short", step
 # sideways walk at 0.1-0.2 m/s about 4 % of the time. Its recorded seeds (4096 envs, side by
 # side) did that: sideways failed in 2 of their 7 nearly passing checkpoints, and single robots
 # folding their legs in the first second at 0.4 m/s in 6; one seed of three passed, from
-# iteration 500 (chapter 4).
+# iteration 500 (chapter 11).
 WALKER_TURNING_AXES = replace(WALKER_TURNING, name="walker_turning_axes", single_axis=SingleAxis())
 # Trained at 8192 envs per seed, WALKER_TURNING_AXES learned about as much per iteration as at
-# 4096, not per transition (chapter 4): every iteration takes 5 epochs x 4 mini-batches of
+# 4096, not per transition (chapter 11): every iteration takes 5 epochs x 4 mini-batches of
 # gradient steps whatever the env count. WALKER_TURNING_AXES_MORE_UPDATES takes twice the steps
 # per iteration. Its recorded seeds (4096 envs, side by side) were no closer to passing at the
 # same iteration, and an iteration took longer: rsl_rl's adaptive schedule ran the twice as
@@ -372,7 +372,7 @@ WALKER_TURNING_AXES_MORE_UPDATES = replace(
 # policy further at the upstream 4 mini-batches. Its recorded seeds (4096 envs, side by side,
 # 600 iterations) ran at 2.3-3.4 times WALKER_TURNING's learning rate, and none passed: two
 # came within 1 and 5 failed conditions (iterations 525 and 425) and fell back to 8-28, the
-# third got worse from iteration 375 on (chapter 4).
+# third got worse from iteration 375 on (chapter 11).
 WALKER_TURNING_AXES_WIDE_KL = replace(
     WALKER_TURNING_AXES, name="walker_turning_axes_wide_kl", desired_kl=0.02
 )
@@ -394,7 +394,7 @@ WALKER_TURNING_AXES_KL_STAGED = replace(
 # one (FineYawTracking). Its recorded seeds (4096 envs, side by side, 450 iterations) held the
 # sideways heading better (worst robot 0.26 rad median against 0.33 over iterations 300-450)
 # at a slightly larger linear-velocity error, and none passed: standing, slow and backward
-# walking failed instead (chapter 4).
+# walking failed instead (chapter 11).
 WALKER_TURNING_AXES_FINE_YAW = replace(
     WALKER_TURNING_AXES, name="walker_turning_axes_fine_yaw", fine_yaw=FineYawTracking()
 )
