@@ -100,6 +100,11 @@ def test_preset_table_from_the_published_records():
     assert heading["outcome"].startswith(
         f"walks: {walker_record['seeds_passing']} of its 3 seeds pass the whole gait test, "
         "the first at model_900 of seed 42")
+    # and the same seed trained again alone, as walker.json has it
+    heading_alone = wr.seed_run(42, recipe=wr.WALKER_HEADING_ALONE)
+    assert wr.first_passing(heading_alone) is None
+    assert heading["outcome"].endswith(
+        "; trained again alone, seed 42 passes no checkpoint by model_999")
     turning_row = table.loc["WALKER_TURNING"]
     assert turning_row["built on"] == "WALKER_HEADING"
     assert turning_row["what it changed"] == (

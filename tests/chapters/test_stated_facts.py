@@ -545,3 +545,29 @@ def test_chapter_11_states_the_narrow_yaw_term_as_recorded():
         f"{both.fine_planar.weight:g}), under which the same robot keeps "
         f"{math.exp(-(slowest**2) / both.fine_planar.std_m_s**2):.0%}",
     ], "chapter 11 does not state the next lever as the code has it")
+
+
+def test_chapter_11_states_the_seeds_trained_again_alone_as_recorded():
+    from mjlab_microduck.book import walker_results as wr
+
+    text = prose("11_time_to_walk.md")
+    heading = wr.seed_runs(recipe=wr.WALKER_HEADING)
+    heading_alone = [wr.seed_run(42, recipe=wr.WALKER_HEADING_ALONE)]
+    turning = wr.seed_runs(recipe=wr.WALKER_TURNING)
+    turning_alone = [wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE)]
+    table = wr.time_to_walk_table({"heading": heading, "heading alone": heading_alone,
+                                   "turning": turning, "turning alone": turning_alone})
+    per_iteration = table["s per iteration (median)"]
+    progress = heading_alone[0].progress().set_index("iteration")["failed_conditions"]
+    later = wr.first_passing(turning_alone[0])[0] - wr.first_passing(turning[1])[0]
+    stated = [
+        f"{per_iteration['heading alone']:.2f} s against {per_iteration['heading']:.2f} s for the "
+        f"recipe that passes, {per_iteration['turning alone']:.2f} s against "
+        f"{per_iteration['turning']:.2f} s for the turn-in-place lever",
+        f"first passed {later} iterations later than side by side",
+        f"which passed at model_{wr.first_passing(heading[0])[0]} side by side, passes no "
+        f"checkpoint by model_{progress.index.max()} alone; its closest, "
+        f"model_{progress.idxmin()}, fails {progress.min()} conditions",
+    ]
+    assert wr.first_passing(heading_alone[0]) is None and turning[1].seed == 43
+    assert_stated(text, stated, "chapter 11 does not state the repeats alone as recorded")

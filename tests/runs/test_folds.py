@@ -208,6 +208,7 @@ def test_the_published_summary_records_fold_what_they_say():
                               wr.gait_history_folder(wr.WALKER_NARROW),
                               wr.gait_history_folder(wr.WALKER_HEADING),
                               wr.gait_history_folder(wr.WALKER_TURNING),
+                              wr.gait_history_folder(wr.WALKER_HEADING_ALONE),
                               wr.gait_history_folder(wr.WALKER_TURNING_ALONE),
                               wr.gait_history_folder(wr.WALKER_TURNING_SHORT),
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES),
@@ -222,6 +223,8 @@ def test_the_published_summary_records_fold_what_they_say():
                       wr.gait_history_folder(wr.WALKER_HEADING): 48,
                       # 3 seeds x 12 checkpoints, less the 2 whose robots.csv never came back
                       wr.gait_history_folder(wr.WALKER_TURNING): 34,
+                      # every 50th checkpoint from 450, and 999
+                      wr.gait_history_folder(wr.WALKER_HEADING_ALONE): 12,
                       wr.gait_history_folder(wr.WALKER_TURNING_ALONE): 15,
                       # 3 seeds x 14 checkpoints (every 50th from 150, and 799)
                       wr.gait_history_folder(wr.WALKER_TURNING_SHORT): 42,

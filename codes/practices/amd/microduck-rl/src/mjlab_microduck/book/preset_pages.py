@@ -184,6 +184,14 @@ def scale_outcomes(
             f"seeds pass the whole gait test, the first at {first} of seed "
             f"{stage.rsplit('_s', 1)[1]} (next section)"
         )
+        alone = walker_record.get("alone")
+        if alone is not None:
+            again = f"; trained again alone, seed {alone['seed']} "
+            outcomes["walker_heading"] += again + (
+                f"from {alone['first_passing'].rsplit('/', 1)[1]} "
+                f"({alone['time_to_walk_s'] / 60.0:.1f} min)"
+                if alone["first_passing"] else f"passes no checkpoint by {alone['last_tested']}"
+            )  # fmt: skip
     return outcomes
 
 

@@ -80,6 +80,7 @@ WALKER_NARROW_RUNS = recipe_runs(wr.WALKER_NARROW)
 WALKER_HEADING_RUNS = recipe_runs(
     wr.WALKER_HEADING, kept=("h200_walker_heading_gait_s42_model_999",)
 )
+WALKER_HEADING_ALONE_RUNS = recipe_runs(wr.WALKER_HEADING_ALONE, seeds=(42,))
 WALKER_TURNING_RUNS = (*recipe_runs(wr.WALKER_TURNING),
                        *recipe_runs(wr.WALKER_TURNING_ALONE, seeds=(43,)),
                        *recipe_runs(wr.WALKER_TURNING_SHORT),
@@ -177,10 +178,11 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
     ),
     ChapterRuns(
         "notebooks/11_time_to_walk", "Time to walk",
-        (*WALKER_HEADING_RUNS, *WALKER_TURNING_RUNS, wr.ENVS_BENCH),
+        (*WALKER_HEADING_RUNS, *WALKER_HEADING_ALONE_RUNS, *WALKER_TURNING_RUNS, wr.ENVS_BENCH),
         "The recipe that passes and every lever tried on it (`walker_results.seed_runs`): "
-        "their training clocks (`walker_results.time_to_walk_table`), the turn-in-place "
-        "lever's seed 43 trained again alone, the single-axis lever by its gait tests alone, "
+        "their training clocks (`walker_results.time_to_walk_table`), the recipe's seed 42 and "
+        "the turn-in-place lever's seed 43 trained again alone, the single-axis lever by its "
+        "gait tests alone, "
         "their gait tests by transitions, updates and near passes, the heading hold and "
         "command errors (`heading_hold`); the walker task's PPO iteration alone by env count "
         "(`walker_results.time_budget_table`).",

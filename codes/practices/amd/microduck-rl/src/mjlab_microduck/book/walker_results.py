@@ -58,8 +58,9 @@ WALKER_TURNING = Recipe(
     "walker_turning", "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningTuning", ("main",)
 )
 WALKER_HEADING_ALONE = Recipe("walker_heading_alone", WALKER_HEADING.task, ("main",))
-"""WALKER_HEADING's winning seed trained again alone on one GPU: its time to walk without
-sharing the GPU with the other seeds (``h200_walker_heading_alone_main_s<seed>``)."""
+"""WALKER_HEADING's first seed to pass side by side (42) trained again alone on one GPU, for its
+time to walk without sharing the GPU with the other seeds
+(``h200_walker_heading_alone_main_s42``)."""
 WALKER_TURNING_ALONE = Recipe("walker_turning_alone", WALKER_TURNING.task, ("main",))
 """WALKER_TURNING's seed 43, the one seed of three to pass by iteration 800 side by side, trained
 again alone on one GPU for its time to walk (``h200_walker_turning_alone_main_s43``)."""
@@ -541,9 +542,10 @@ def walker_summary(
     the ci-size test on a CPU the book build repeats). The time to walk is the minutes to the
     passing checkpoint reached first: ``side_by_side`` over ``runs`` (seeds sharing one GPU)
     and, given ``alone`` (the same recipe trained again alone on one GPU,
-    :data:`WALKER_HEADING_ALONE`), ``alone``; ``time_to_walk_s`` and ``first_passing`` are the
-    alone figure once one passes, else the side-by-side one. Raises :class:`NoWalkerError`
-    when no seed passes, ValueError when ``walker_at`` does not."""
+    :data:`WALKER_HEADING_ALONE`), ``alone``, which also says how many of its checkpoints were
+    gait-tested and the last of them (``tested``, ``last_tested``); ``time_to_walk_s`` and
+    ``first_passing`` are the alone figure once one passes, else the side-by-side one. Raises
+    :class:`NoWalkerError` when no seed passes, ValueError when ``walker_at`` does not."""
     seeds = {}
     for run in runs:
         hit, tested = first_passing(run), int(len(run.progress()))
@@ -582,8 +584,11 @@ def walker_summary(
     }
     if alone:
         measured = _time_to_walk(list(alone))
-        summary["alone"] = measured or {"time_to_walk_s": None, "first_passing": None,
-                                        "seed": alone[0].seed}  # fmt: skip
+        entry = measured or {"time_to_walk_s": None, "first_passing": None, "seed": alone[0].seed}
+        tested = [run.progress()["iteration"] for run in alone]
+        entry["tested"] = sum(len(iterations) for iterations in tested)
+        entry["last_tested"] = f"model_{max(int(iterations.max()) for iterations in tested)}"
+        summary["alone"] = entry
         headline = measured or side_by_side
     summary["time_to_walk_s"] = headline["time_to_walk_s"]
     summary["first_passing"] = headline["first_passing"]
@@ -671,8 +676,9 @@ def walker_card(walker_record: dict, results_root: str | Path | None = None) -> 
     if alone is not None:
         seconds = alone["time_to_walk_s"]
         row["time to walk, min (alone on one GPU)"] = (
-            round(seconds / 60.0, 1) if seconds is not None else "no checkpoint passed"
-        )
+            round(seconds / 60.0, 1) if seconds is not None
+            else f"none: no checkpoint passes by {alone['last_tested']}"
+        )  # fmt: skip
     return pd.DataFrame([row]).set_index("recipe")
 
 
