@@ -32,8 +32,11 @@ BUILT_ON: dict[str, tuning.VelocityTuning | None] = {
     "walker_turning_axes_more_updates": tuning.WALKER_TURNING_AXES,
     "walker_turning_axes_wide_kl": tuning.WALKER_TURNING_AXES,
     "walker_turning_axes_fine_yaw": tuning.WALKER_TURNING_AXES,
+    "walker_turning_axes_fine_tracking": tuning.WALKER_TURNING_AXES_FINE_YAW,
+    "walker_turning_axes_fast_start": tuning.WALKER_TURNING_AXES,
 }  # fmt: skip
-"""The preset each one was derived from (None: the upstream figures)."""
+"""The preset each one was derived from (None: the upstream figures); the registered levers not
+trained yet too, so that their row reads the same once they are."""
 LABELS = {
     "lin_vel_std_m_s": ("tracking std", "m/s"),
     "init_action_std_rad": ("initial action std", "rad"),
@@ -118,9 +121,19 @@ def changes(preset: tuning.VelocityTuning) -> str:
                 f"single-axis envs: {new.envs_fraction:.0%} of the draws that neither stand "
                 f"nor turn in place walk along x or y only, at least {new.min_speed_m_s:g} m/s"
             )
+        elif f.name == "fast_start":
+            out.append(
+                f"fast starts: {new.envs_fraction:.0%} of the commands drawn at a reset walk "
+                f"straight forward at least {new.min_speed_m_s:g} m/s, heading held"
+            )
         elif f.name == "fine_yaw":
             out.append(
                 f"a narrow yaw-rate term beside the wide one: std {new.std_rad_s:g} rad/s, "
+                f"weight {new.weight:g}"
+            )
+        elif f.name == "fine_planar":
+            out.append(
+                f"a narrow planar-velocity term beside the wide one: std {new.std_m_s:g} m/s, "
                 f"weight {new.weight:g}"
             )
         elif f.name == "commands":

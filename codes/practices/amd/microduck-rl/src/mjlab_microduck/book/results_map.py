@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mjlab_microduck.book import chapter_times, ci_run, results, tables
+from mjlab_microduck.book import chapter_times, ci_run, results, start_folds, tables
 from mjlab_microduck.book import walker_results as wr
 from mjlab_microduck.runs import records
 
@@ -178,13 +178,15 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
     ),
     ChapterRuns(
         "notebooks/11_time_to_walk", "Time to walk",
-        (*WALKER_HEADING_RUNS, *WALKER_HEADING_ALONE_RUNS, *WALKER_TURNING_RUNS, wr.ENVS_BENCH),
+        (*WALKER_HEADING_RUNS, *WALKER_HEADING_ALONE_RUNS, *WALKER_TURNING_RUNS, wr.ENVS_BENCH,
+         *start_folds.START_TESTS.values()),
         "The recipe that passes and every lever tried on it (`walker_results.seed_runs`): "
         "their training clocks (`walker_results.time_to_walk_table`), the recipe's seed 42 and "
         "the turn-in-place lever's seed 43 trained again alone, the single-axis lever by its "
         "gait tests alone, "
         "their gait tests by transitions, updates and near passes, the heading hold and "
-        "command errors (`heading_hold`); the walker task's PPO iteration alone by env count "
+        "command errors (`heading_hold`); the start tests' robots that end their run "
+        "(`start_folds.fold_table`); the walker task's PPO iteration alone by env count "
         "(`walker_results.time_budget_table`).",
     ),
     ChapterRuns(

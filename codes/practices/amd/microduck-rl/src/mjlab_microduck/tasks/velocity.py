@@ -47,7 +47,7 @@ from mjlab_microduck.robot.constants import (
     get_microduck_robot_cfg,
 )
 from mjlab_microduck.runs.names import TASK_ID, UNGUARDED_TASK_ID
-from mjlab_microduck.tasks import axis_command, turning_command
+from mjlab_microduck.tasks import axis_command, start_command, turning_command
 from mjlab_microduck.tasks import mdp as duck_mdp
 from mjlab_microduck.tasks.tuning import (
     CANDIDATE_PRESETS,
@@ -286,6 +286,12 @@ def _configure_commands(cfg: ManagerBasedRlEnvCfg, tuning: VelocityTuning) -> No
             tuning.single_axis.envs_fraction,
             tuning.single_axis.min_speed_m_s,
         )
+    if tuning.fast_start:  # VelocityTuning holds it over single-axis envs
+        cfg.commands["twist"] = start_command.with_fast_starts(
+            cfg.commands["twist"],
+            tuning.fast_start.envs_fraction,
+            tuning.fast_start.min_speed_m_s,
+        )
 
 
 def _configure_events(cfg: ManagerBasedRlEnvCfg) -> None:
@@ -431,3 +437,5 @@ def _apply_play_overrides(cfg: ManagerBasedRlEnvCfg) -> None:
         twist.rel_turn_in_place_envs = 0.0
     if isinstance(twist, axis_command.AxisVelocityCommandCfg):
         twist.rel_axis_envs = 0.0
+    if isinstance(twist, start_command.FastStartVelocityCommandCfg):
+        twist.rel_fast_start_envs = 0.0

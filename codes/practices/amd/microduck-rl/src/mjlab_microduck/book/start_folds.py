@@ -1,0 +1,73 @@
+"""How often robots fold their legs starting into a fast walk, and what the gait test sees of it.
+
+Problem it solves: the gait test's fastest forward cases start each robot from its reset pose
+straight into 0.3 or 0.4 m/s, and a checkpoint fails when a single robot of the 80 per case
+(5 seeds x 16) ends its run. A policy that folds a share ``p`` of its robots there passes that
+condition with probability ``(1 - p) ** 80``, so one test says little about a rare fold. A
+*start test* is the gait test of those cases alone with many robots and a short run
+(``microduck gait-test --cases forward_0.3 forward_0.4 --robots-per-case 256 --duration-s 2``);
+this module reads its per-robot terminations (``robots.csv``) into the share of robots that
+end their run, per case, and the chance that the full-size test's 80 robots show none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from mjlab_microduck.book import tables
+from mjlab_microduck.jobs.gait_test import PROFILE_SIZES, ROBOTS_FILENAME
+from mjlab_microduck.runs import records
+
+
+START_TESTS = {
+    "WALKER_HEADING seed 42 model_999 (the walker)": "cpu_walker_heading_start_s42_model_999",
+    "WALKER_HEADING seed 42 model_999, trained alone": "cpu_walker_heading_alone_start_s42_model_999",
+    "WALKER_TURNING seed 43 model_500": "cpu_walker_turning_start_s43_model_500",
+}
+"""The published start tests (4 seeds x 256 robots per case, 2 s, on a CPU): the walker, the
+same seed's last checkpoint trained again alone, and the first checkpoint of a lever to pass."""
+
+
+def robots_per_full_case() -> int:
+    """Robots per case of the full-size gait test: seeds x robots per seed."""
+    seeds, robots = PROFILE_SIZES["full"]
+    return len(seeds) * robots
+
+
+def unseen_chance(share: float, robots: int) -> float:
+    """The chance that none of ``robots`` independent robots ends its run, if ``share`` do."""
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"share must lie in [0, 1] (got {share})")
+    return (1.0 - share) ** robots
+
+
+def fold_table(tests: Mapping[str, str | Path], results_root: str | Path | None = None):
+    """One row per start test (label -> its folder under the results) and case: the machine
+    that ran it, its robots, how many ended their run and their share, the time of the first
+    and last end, and the chance that the full-size gait test's robots of that case show none."""
+    if results_root is None:
+        from mjlab_microduck.book import results
+
+        results_root = results.results_root()
+    full = robots_per_full_case()
+    rows = []
+    for label, folder in tests.items():
+        where = Path(results_root) / folder
+        record = records.load_record(where)
+        robots = pd.read_csv(where / ROBOTS_FILENAME)
+        for case, group in robots.groupby("case", sort=False):
+            ended = group[group["terminated"]]
+            share = len(ended) / len(group)
+            rows.append({
+                "checkpoint": label, "case": case, "run": where.name,
+                "machine": tables.record_machine_text(record),
+                "robots": len(group), "ended": len(ended), "share (%)": round(100 * share, 1),
+                "ended at (s)": (f"{ended['termination_time_s'].min():.2f}–"
+                                 f"{ended['termination_time_s'].max():.2f}")
+                if len(ended) else "-",
+                f"chance {full} robots show none": round(unseen_chance(share, full), 2),
+            })  # fmt: skip
+    return pd.DataFrame(rows).set_index(["checkpoint", "case"])

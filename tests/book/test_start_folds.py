@@ -1,0 +1,43 @@
+"""Start tests: the share of robots that end their run starting into a fast walk."""
+
+import pandas as pd
+import pytest
+
+from mjlab_microduck.book import results
+from mjlab_microduck.book import start_folds as sf
+
+WALKER_START = "cpu_walker_heading_start_s42_model_999"
+
+
+def test_the_full_size_test_has_80_robots_per_case():
+    assert sf.robots_per_full_case() == 80
+
+
+def test_unseen_chance_is_the_chance_that_no_robot_ends_its_run():
+    assert sf.unseen_chance(0.0, 80) == 1.0
+    assert sf.unseen_chance(1.0, 80) == 0.0
+    assert sf.unseen_chance(0.02, 80) == pytest.approx(0.98**80)
+    assert sf.unseen_chance(0.02, 80) < 0.2 < sf.unseen_chance(0.01, 80)
+    for bad in (-0.1, 1.5):
+        with pytest.raises(ValueError, match=r"share must lie in \[0, 1\]"):
+            sf.unseen_chance(bad, 80)
+
+
+def test_the_fold_table_counts_each_case_s_ended_robots_from_the_record():
+    table = sf.fold_table({"walker": WALKER_START})
+    robots = pd.read_csv(results.results_root() / WALKER_START / "robots.csv")
+    assert list(table.index.get_level_values("case")) == ["forward_0.3", "forward_0.4"]
+    for case, group in robots.groupby("case"):
+        row = table.loc[("walker", case)]
+        assert row["robots"] == len(group) == 4 * 256
+        assert row["ended"] == int(group["terminated"].sum())
+        assert row["share (%)"] == round(100 * group["terminated"].mean(), 1)
+        assert row["chance 80 robots show none"] == round(
+            (1 - group["terminated"].mean()) ** 80, 2)
+    # the published walker folds single robots starting into 0.4 m/s, within the first second
+    fast = table.loc[("walker", "forward_0.4")]
+    assert 0 < fast["ended"] and fast["chance 80 robots show none"] < 0.5
+    first, last = (float(t) for t in fast["ended at (s)"].split("–"))
+    assert 0 < first <= last < 1.0
+    assert table.loc[("walker", "forward_0.3"), "ended at (s)"] == "-"
+    assert (table["machine"] == "Intel(R) Xeon(R) Processor, CPU only").all()
