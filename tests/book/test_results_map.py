@@ -179,6 +179,12 @@ def test_a_small_record_set_renders_to_exactly_these_rows(root):
     assert rm.render(root, CHAPTERS, UNREAD) == EXPECTED
 
 
+def test_a_machine_with_one_run_record_says_so_in_the_singular(root):
+    lines = rm.stacks_text(rm.folder_frame(root, ["cpu_video", "gpu_train", "gpu_resume"]))
+    assert lines[0].startswith("- 1 run record on Test CPU (cpu): ")
+    assert lines[1].startswith("- 2 run records on NVIDIA H200, ")
+
+
 def test_a_folder_no_chapter_reads_and_unread_does_not_list_is_an_error(root):
     (root / "gpu_new").mkdir()
     (root / ".hidden").mkdir()  # hidden folders are not runs

@@ -41,3 +41,22 @@ def test_the_fold_table_counts_each_case_s_ended_robots_from_the_record():
     assert 0 < first <= last < 1.0
     assert table.loc[("walker", "forward_0.3"), "ended at (s)"] == "-"
     assert (table["machine"] == "Intel(R) Xeon(R) Processor, CPU only").all()
+
+
+def test_each_start_test_ran_the_published_checkpoint_its_label_names():
+    import hashlib
+
+    from mjlab_microduck.book import walker_results as wr
+    from mjlab_microduck.runs import records
+
+    walker = wr.published_walker()
+    lever = wr.seed_runs(recipe=wr.WALKER_TURNING)[1]
+    checkpoints = [wr.walker_checkpoint(walker), lever.checkpoint(wr.first_passing(lever)[0])]
+    assert lever.seed == 43 and wr.first_passing(lever)[0] == 500
+    for (label, folder), checkpoint in zip(sf.START_TESTS.items(), checkpoints, strict=True):
+        record = records.load_record(results.results_root() / folder)
+        assert f"model_{checkpoint.stem.split('_')[1]}" in label
+        assert record.config["checkpoint_sha256"] == hashlib.sha256(
+            checkpoint.read_bytes()).hexdigest()
+        assert record.config["cases"] == ["forward_0.3", "forward_0.4"]
+        assert (record.config["seeds"], record.config["robots_per_case"]) == ([0, 1, 2, 3], 256)

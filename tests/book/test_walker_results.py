@@ -499,14 +499,26 @@ def test_single_axis_envs_leave_the_fastest_forward_walk_failing_last():
     assert share.loc["left_0.15", "turning"] > 0.5 > share.loc["left_0.15", "axes"]
     assert share["axes"].idxmax() == "forward_0.4"
     # and there it is single robots folding their legs within the first second
-    times = []
-    for run in axes:
-        for it, _, _ in run.gait:
-            verdict = run.verdict(it)
-            if {r["case"] for r in verdict["table"] if not r["passed"]} == {"forward_0.4"}:
-                times += [float(t) for t in re.findall(r"legs_collapsed at ([\d.]+) s",
-                                                       " ".join(verdict["failures"]))]
+    run, iteration = wr.last_failing_only(axes, "forward_0.4")
+    verdict = run.verdict(iteration)
+    assert {r["case"] for r in verdict["table"] if not r["passed"]} == {"forward_0.4"}
+    times = [float(t) for t in re.findall(r"legs_collapsed at ([\d.]+) s",
+                                          " ".join(verdict["failures"]))]  # fmt: skip
     assert times and max(times) < 1.0
+
+
+def test_last_failing_only_finds_the_last_checkpoint_failing_one_case_alone():
+    axes = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)
+    alone = [(run.seed, it) for run in axes for it, _, _ in run.gait
+             if [r["case"] for r in run.verdict(it)["table"] if not r["passed"]]
+             == ["forward_0.4"]]  # fmt: skip
+    run, iteration = wr.last_failing_only(axes, "forward_0.4")
+    assert len(alone) > 1 and (run.seed, iteration) == alone[-1]
+    # in the runs' order: the last run that has one wins, whatever its iteration
+    first, _ = wr.last_failing_only([r for r in axes if r.seed == alone[0][0]], "forward_0.4")
+    assert first.seed == alone[0][0]
+    with pytest.raises(LookupError, match="no gait-tested checkpoint fails stand alone"):
+        wr.last_failing_only(axes, "stand")
 
 
 def test_start_up_is_the_clock_before_the_first_iteration():

@@ -571,3 +571,35 @@ def test_chapter_11_states_the_seeds_trained_again_alone_as_recorded():
     ]
     assert wr.first_passing(heading_alone[0]) is None and turning[1].seed == 43
     assert_stated(text, stated, "chapter 11 does not state the repeats alone as recorded")
+
+
+def test_chapter_11_states_the_start_tests_as_recorded():
+    from mjlab_microduck.book import start_folds as sf
+
+    text = prose("11_time_to_walk.md")
+    table = sf.fold_table(sf.START_TESTS)
+    walker_label, lever_label = sf.START_TESTS
+    walker, lever = (table.loc[(label, "forward_0.4")] for label in (walker_label, lever_label))
+    chance = f"chance {sf.robots_per_full_case()} robots show none"
+    first, last = walker["ended at (s)"].split("–")
+    stated = [
+        f"the walker folds {walker['ended']} of its {walker['robots']} robots "
+        f"({walker['share (%)']:.1f} %), each between {first} and {last} s",
+        f"would show none of them with a chance of only {walker[chance]:.2f}",
+        f"`model_500` folds {lever['ended']} robot of {lever['robots']} "
+        f"({lever['share (%)']:.1f} %), which the gait test misses with a chance of "
+        f"{lever[chance]:.2f}",
+        f"the walker folds {walker['share (%)']:.1f} % of its starts into 0.4 m/s, the "
+        f"turn-in-place lever's first passing checkpoint {lever['share (%)']:.1f} %",
+        f"A gait test samples {sf.robots_per_full_case()} robots per case",
+    ]
+    assert_stated(text, stated, "chapter 11 does not state the start tests as recorded")
+    # "No robot of either ends its run at 0.3 m/s"
+    assert (table.xs("forward_0.3", level="case")["ended"] == 0).all()
+    assert "No robot of either ends its run at 0.3 m/s" in text
+    # "a failure of one start in fifty passes it about one time in five"
+    assert round(sf.unseen_chance(1 / 50, sf.robots_per_full_case()), 1) == 0.2
+    assert "a failure of one start in fifty passes it about one time in five" in text
+    # "a fold in one robot of a hundred goes unseen almost half the time"
+    assert 0.4 < sf.unseen_chance(1 / 100, sf.robots_per_full_case()) < 0.5
+

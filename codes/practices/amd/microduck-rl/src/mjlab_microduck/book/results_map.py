@@ -179,7 +179,7 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
     ChapterRuns(
         "notebooks/11_time_to_walk", "Time to walk",
         (*WALKER_HEADING_RUNS, *WALKER_HEADING_ALONE_RUNS, *WALKER_TURNING_RUNS, wr.ENVS_BENCH,
-         *start_folds.START_TESTS.values()),
+         *start_folds.START_TESTS.values(), wr.stage_folder(wr.WALKER, "resume", 42)),
         "The recipe that passes and every lever tried on it (`walker_results.seed_runs`): "
         "their training clocks (`walker_results.time_to_walk_table`), the recipe's seed 42 and "
         "the turn-in-place lever's seed 43 trained again alone, the single-axis lever by its "
@@ -187,7 +187,7 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
         "their gait tests by transitions, updates and near passes, the heading hold and "
         "command errors (`heading_hold`); the start tests' robots that end their run "
         "(`start_folds.fold_table`); the walker task's PPO iteration alone by env count "
-        "(`walker_results.time_budget_table`).",
+        "(`walker_results.time_budget_table`); exercise 5 start-tests `WALKER`'s seed 42.",
     ),
     ChapterRuns(
         "book/intro", "The front page", FRONT_PAGE_RUNS,
@@ -449,7 +449,8 @@ def stacks_text(frame: pd.DataFrame) -> list[str]:
         )
         stack = ", ".join(f"{k} {v}" for k, v in versions if v is not None)
         dates = dates_text(r.started_at[:10] for r in recs)
-        lines.append(f"- {len(recs)} run records on {where} ({backend}): {stack}; "
+        noun = "run record" if len(recs) == 1 else "run records"
+        lines.append(f"- {len(recs)} {noun} on {where} ({backend}): {stack}; "
                      f"started {dates}.")  # fmt: skip
     return lines
 

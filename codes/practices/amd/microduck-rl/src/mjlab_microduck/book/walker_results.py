@@ -505,6 +505,18 @@ def near_pass_failures(
     return frame
 
 
+def last_failing_only(runs: Sequence[SeedRun], case: str) -> tuple[SeedRun, int]:
+    """The run and iteration of the last gait-tested checkpoint of ``runs`` (in their order,
+    then by iteration) that fails ``case`` and no other case: where that case's failures can be
+    read alone. Raises ``LookupError`` when no checkpoint fails that case alone."""
+    found = [(run, iteration) for run in runs for iteration, _, _ in run.gait
+             if {row["case"] for row in run.verdict(iteration)["table"] if not row["passed"]}
+             == {case}]  # fmt: skip
+    if not found:
+        raise LookupError(f"no gait-tested checkpoint fails {case} alone")
+    return found[-1]
+
+
 class NoWalkerError(ValueError):
     """No gait-tested checkpoint of the recipe passes the whole test."""
 

@@ -10,8 +10,8 @@ command of the episode): ``rel_fast_start_envs`` of them walk straight forward, 
 ``min_fast_start_speed_m_s`` fast (up to the range's top speed), with no sideways component
 and the heading held at the heading they start with (mjlab's heading law aims at it from the
 first step, as in the gait test; without the heading command, a yaw rate of 0), until their
-first resample. Later resamples draw as the
-single-axis command does. With ``rel_fast_start_envs = 0`` it draws exactly what
+first resample. Later resamples draw as the single-axis command does. With
+``rel_fast_start_envs = 0`` it draws exactly what
 :class:`~mjlab_microduck.tasks.axis_command.AxisVelocityCommand` draws.
 """
 

@@ -425,13 +425,15 @@ WALKER_TURNING_AXES_FINE_TRACKING = replace(
     fine_planar=FinePlanarTracking(),
 )
 
-# What WALKER_TURNING_AXES's nearly passing checkpoints fail last, and all that WALKER_HEADING's
-# seed 42 trained again alone fails at its closest (model_950, 7 conditions), is single robots
-# folding their legs within the first second of a start from the reset pose at 0.3-0.4 m/s. On
-# a CPU, 1-3 % of 256 robots do so at 0.4 m/s (the published walker's model_999 too), and a
-# robot that first stands for a second still folds, less often. A training env starts from its reset pose once per 20-s episode, and the
-# command it draws then is rarely a fast straight one. WALKER_TURNING_AXES_FAST_START makes half
-# the commands drawn at a reset a straight forward walk at 0.3-0.4 m/s with the heading held
+# What WALKER_TURNING_AXES's nearly passing checkpoints fail last, and most of what
+# WALKER_HEADING's seed 42 trained again alone fails at its closest (model_950), is single
+# robots folding their legs within the first second of a start from the reset pose at
+# 0.3-0.4 m/s. The published walker does it too: in a start test on a CPU (4 x 256 robots,
+# book/start_folds.py) 2.1 % of its robots end their run at 0.4 m/s, which the gait test's 80
+# robots miss about one time in five; a robot that first stands for a second still folds, less
+# often. A training env starts from its reset pose once per 20-s episode, and the command it
+# draws then is rarely a fast straight one. WALKER_TURNING_AXES_FAST_START makes half the
+# commands drawn at a reset a straight forward walk at 0.3-0.4 m/s with the heading held
 # (FastStart). Registered for the next run.
 WALKER_TURNING_AXES_FAST_START = replace(
     WALKER_TURNING_AXES, name="walker_turning_axes_fast_start", fast_start=FastStart()
