@@ -17,8 +17,9 @@ from mjlab_microduck.runs import records
 LOG_DIR = "logs/rsl_rl/microduck_velocity/2026-01-02_03-04-05_drv"
 
 
-def _gait(out: Path, name: str, checkpoint: Path, status: str = "ok") -> Path:
-    where = out / collect.GAIT_DIR / name
+def _gait(out: Path, name: str, checkpoint: Path, status: str = "ok",
+          folder: str = collect.GAIT_DIR) -> Path:  # fmt: skip
+    where = out / folder / name
     where.mkdir(parents=True)
     (where / gait_test.PATHS_FILENAME).write_text("t,x\n0,0\n")
     (where / gait_test.VERDICT_FILENAME).write_text("{}\n")
@@ -81,6 +82,22 @@ def test_collect_copies_what_is_published_and_nothing_twice(out, tmp_path):
     # The copy publishes as the run would, with the slim checkpoint it holds.
     published = train.publish(copied, tmp_path / "published", (300,))
     assert "model_300.pt" in [a.path for a in published.artifacts]
+
+
+def test_a_start_test_is_published_beside_the_gait_tests_under_its_own_word(out, tmp_path):
+    run42 = out / collect.RUNS_DIR / "20260102T030405Z_walker_s42"
+    checkpoint = run42 / LOG_DIR / "model_250.pt"
+    _gait(out, "20260102T040000Z_gait_walker_s42_model_250", checkpoint)
+    _gait(out, "20260102T040005Z_start_walker_s42_model_250", checkpoint,
+          folder=collect.START_DIR)  # fmt: skip
+    dest = tmp_path / "collected"
+    added = collect.collect(collect.CollectRequest(out, dest, prefix="h200_walker",
+                                                   slim_from=1000))  # fmt: skip
+    assert added[-2:] == ["h200_walker_gait_s42_model_250: failed (3 conditions)",
+                          "h200_walker_start_s42_model_250: failed (3 conditions)"]
+    start = dest / collect.START_DIR / "h200_walker_start_s42_model_250"
+    assert not (start / gait_test.PATHS_FILENAME).exists()
+    records.verify_artifacts(records.load_record(start), start)
 
 
 def test_a_torn_checkpoint_waits_for_the_next_call(tmp_path):

@@ -105,6 +105,26 @@ def test_profiles_size_the_test():
         gait_test.request_for_profile("huge", MODEL_1498)
 
 
+def test_the_start_test_asks_for_its_cases_and_sizes_over_the_flags_and_the_profile(
+    tmp_path, monkeypatch
+):
+    asked = []
+    monkeypatch.setattr(gait_test, "run_one", lambda request, progress=True: (
+        asked.append(request) or synthetic_result(True)))  # fmt: skip
+    out = tmp_path / "out"
+    argv = ["--checkpoint", str(MODEL_1498), "--out", str(out), "--robots-per-case", "2",
+            "--cases", "stand", "--profile", "ci", "--start-test"]  # fmt: skip
+    assert gait_cli(argv) == 0
+    (request,) = asked
+    assert (request.cases, request.seeds, request.robots_per_case, request.duration_s,
+            request.modes) == (("forward_0.3", "forward_0.4"), (0, 1, 2, 3), 256, 2.0,
+                               ("heading",))  # fmt: skip
+    assert request.device == "cpu" and request.checkpoint == MODEL_1498
+    (run_dir,) = out.iterdir()
+    assert run_dir.name.endswith("_start_model_1498")
+    assert gait_test.as_start_test(request) == request  # idempotent
+
+
 def test_selected_cases_follow_the_table_order():
     request = GaitTestRequest(checkpoint=MODEL_1498, cases=("stand", "forward_0.4", "push"))
     assert [c.name for c in gait_test.selected_cases(request)] == ["forward_0.4", "stand", "push"]

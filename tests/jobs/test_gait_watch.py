@@ -112,6 +112,26 @@ def test_newest_first_one_record_each_and_stops_when_the_runs_are_done(tmp_path,
     assert any(line.startswith("gait_a_model_250: PASSED") for line in lines)
 
 
+def test_a_start_watch_runs_the_start_test_on_the_profile_s_device(tmp_path, monkeypatch):
+    FakeEvaluator.built.clear()
+    monkeypatch.setattr(gait_test, "GaitEvaluator", FakeEvaluator)
+    a = make_run(tmp_path, "a", [100, 200], status="ok")
+    lines: list[str] = []
+    request = gait_watch.GaitWatchRequest(
+        runs=(a,), out=tmp_path / "start", every=100, profile="ci", device="cuda:1",
+        start_test=True, poll_s=0.05, settle_s=0.0, max_seconds=30,
+    )  # fmt: skip
+    written = gait_watch.watch(request, log=lines.append)
+    (evaluator,) = FakeEvaluator.built
+    sized = evaluator.request
+    assert (sized.cases, sized.seeds, sized.robots_per_case, sized.duration_s, sized.modes) == (
+        ("forward_0.3", "forward_0.4"), (0, 1, 2, 3), 256, 2.0, ("heading",))
+    assert (sized.device, sized.task) == ("cuda:1", TASK)
+    assert [run.run_dir.name.split("_", 1)[1] for run in written] == [
+        "start_a_model_200", "start_a_model_100"]
+    assert lines[0].startswith("start_a_model_200: ")
+
+
 def test_a_run_behind_the_others_is_not_starved(tmp_path, monkeypatch):
     # Run a saves a newer checkpoint during every test, as a training does when one gait test
     # takes longer than a save interval; run b is a little behind with one checkpoint.

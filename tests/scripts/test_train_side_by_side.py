@@ -28,12 +28,12 @@ fi
 """
 
 
-def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+def run(tmp_path: Path, *args: str, **settings: str) -> subprocess.CompletedProcess:
     stub = tmp_path / "microduck"
     stub.write_text(STUB)
     stub.chmod(0o755)
     env = dict(os.environ, MICRODUCK=str(stub), STUB_LOG=str(tmp_path / "calls.log"),
-               PATH="/usr/bin:/bin")  # fmt: skip
+               PATH="/usr/bin:/bin", **settings)  # fmt: skip
     return subprocess.run(["bash", str(SCRIPT), *args], env=env, capture_output=True, text=True,
                           timeout=60, check=False)  # fmt: skip
 
@@ -66,6 +66,32 @@ def test_three_seeds_train_side_by_side_and_one_watcher_tests_them(tmp_path):
     assert watch.count(str(out / "runs")) == 3
     assert "--every 50" in watch and "--min-iteration 250" in watch and "--profile full" in watch
     assert "started 3 trainings" in proc.stdout
+
+
+def test_a_start_watcher_start_tests_the_same_checkpoints_beside_the_gait_watcher(tmp_path):
+    out = tmp_path / "walker"
+    proc = run(tmp_path, TASK, "600", str(out), START_WATCH="1", WATCH_FROM="200")
+    assert proc.returncode == 0, proc.stderr
+    watches = sorted(line for line in calls(tmp_path, 5) if line.startswith("gait-watch"))
+    assert len(watches) == 2
+    gait, start = sorted(watches, key=lambda line: "--start-test" in line)
+    assert "--start-test" not in gait and f"--out {out / 'gait'}" in gait
+    assert f"--out {out / 'start'}" in start and "--min-iteration 200" in start
+    assert start.replace(" --start-test", "").replace(str(out / "start"), str(out / "gait")) == gait
+    assert "start watcher started" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [({"START_WATCH": "yes"}, "START_WATCH must be 0 or 1"),
+     ({"START_WATCH": "1", "WATCH_EVERY": "0"}, "START_WATCH=1 needs WATCH_EVERY > 0")],
+)
+def test_a_bad_start_watch_setting_starts_and_creates_nothing(tmp_path, settings, message):
+    out = tmp_path / "walker"
+    proc = run(tmp_path, TASK, "100", str(out), **settings)
+    assert proc.returncode == 2 and message in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not out.exists() and not (tmp_path / "calls.log").exists()
 
 
 @pytest.mark.parametrize(

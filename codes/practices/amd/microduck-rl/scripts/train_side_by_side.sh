@@ -9,10 +9,12 @@
 #   NUM_ENVS [4096]  SAVE_INTERVAL [50]  DEVICE [cuda:0]
 #   WATCH_EVERY [50]  WATCH_FROM [250]   gait-test every WATCH_EVERY-th checkpoint from
 #                                        iteration WATCH_FROM on (WATCH_EVERY=0: no watcher)
+#   START_WATCH [0]   1: a second watcher start-tests the same checkpoints (the two fastest
+#                     forward cases, 4 x 256 robots, 2 s: how often a start folds)
 #   MICRODUCK [python3 -m mjlab_microduck.cli]   the microduck command
 # Everything is started detached (setsid): the script returns at once and prints where the
 # logs are. OUT_DIR/runs holds the training runs, OUT_DIR/gait the gait tests, OUT_DIR/*.log
-# each process's output. Bad input: one line, exit 2, nothing started or created.
+# each process's output (OUT_DIR/start the start tests). Bad input: one line, exit 2, nothing started or created.
 # `microduck records collect OUT_DIR DEST --prefix h200_<recipe>` copies the publishable part
 # (slim checkpoints, finished gait tests) while it runs.
 set -euo pipefail
@@ -20,11 +22,13 @@ if [ $# -lt 3 ]; then sed -n '2,/^set -/{/^set -/!p;}' "$0" | sed 's/^# \{0,1\}/
 TASK=$1; ITERS=$2; OUT=$3; shift 3
 SEEDS=("$@"); [ ${#SEEDS[@]} -gt 0 ] || SEEDS=(42 43 44)
 NUM_ENVS=${NUM_ENVS:-4096}; SAVE_INTERVAL=${SAVE_INTERVAL:-50}; DEVICE=${DEVICE:-cuda:0}
-WATCH_EVERY=${WATCH_EVERY:-50}; WATCH_FROM=${WATCH_FROM:-250}
+WATCH_EVERY=${WATCH_EVERY:-50}; WATCH_FROM=${WATCH_FROM:-250}; START_WATCH=${START_WATCH:-0}
 read -r -a MICRODUCK <<< "${MICRODUCK:-python3 -m mjlab_microduck.cli}"
 refuse() { echo "train_side_by_side.sh: $*" >&2; exit 2; }
 [[ $ITERS =~ ^[1-9][0-9]*$ ]] || refuse "ITERATIONS must be a positive integer (got $ITERS)"
 for s in "${SEEDS[@]}"; do [[ $s =~ ^[0-9]+$ ]] || refuse "seeds must be integers (got $s)"; done
+[[ $START_WATCH =~ ^[01]$ ]] || refuse "START_WATCH must be 0 or 1 (got $START_WATCH)"
+[ "$START_WATCH" = 1 ] && [ "$WATCH_EVERY" = 0 ] && refuse "START_WATCH=1 needs WATCH_EVERY > 0"
 [ -e "$OUT" ] && refuse "$OUT exists: an earlier run is never overwritten"
 
 mkdir -p "$OUT/runs" "$OUT/gait"
@@ -58,5 +62,12 @@ if [ "$WATCH_EVERY" != 0 ]; then
      --profile full --device "$DEVICE" --every "$WATCH_EVERY" --min-iteration "$WATCH_FROM" \
      --out "$OUT/gait" > "$OUT/watch.log" 2>&1 < /dev/null &)
   echo "gait watcher started: every ${WATCH_EVERY}th checkpoint from $WATCH_FROM"
+  if [ "$START_WATCH" = 1 ]; then
+    mkdir -p "$OUT/start"
+    (cd "$OUT" && setsid nohup "${MICRODUCK[@]}" gait-watch --runs "$OUT"/runs/*/ \
+       --profile full --device "$DEVICE" --every "$WATCH_EVERY" --min-iteration "$WATCH_FROM" \
+       --start-test --out "$OUT/start" > "$OUT/start_watch.log" 2>&1 < /dev/null &)
+    echo "start watcher started: the same checkpoints, start test"
+  fi
 fi
 echo "logs: $OUT/train_<seed>.log, $OUT/watch.log; runs: $OUT/runs; gait tests: $OUT/gait"

@@ -5,7 +5,7 @@ straight into 0.3 or 0.4 m/s, and a checkpoint fails when a single robot of the 
 (5 seeds x 16) ends its run. A policy that folds a share ``p`` of its robots there passes that
 condition with probability ``(1 - p) ** 80``, so one test says little about a rare fold. A
 *start test* is the gait test of those cases alone with many robots and a short run
-(``microduck gait-test --cases forward_0.3 forward_0.4 --robots-per-case 256 --duration-s 2``);
+(``gait_test.START_TEST``; ``microduck gait-test --start-test``, ``gait-watch --start-test``);
 this module reads its per-robot terminations (``robots.csv``) into the share of robots that
 end their run, per case, and the chance that the full-size test's 80 robots show none.
 """

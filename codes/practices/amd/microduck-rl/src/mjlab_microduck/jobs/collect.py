@@ -11,7 +11,8 @@ borrowed GPU machine can go away before the run ends. :func:`collect` copies tha
   ``slim_from`` on, at their own paths, so that ``microduck records publish`` reads the copy as
   the run;
 - each finished gait test under its published name, ``<prefix>_gait_s<seed>_model_<iteration>``,
-  with its per-step paths retired (:func:`~mjlab_microduck.runs.folds.retire_artifacts`).
+  with its per-step paths retired (:func:`~mjlab_microduck.runs.folds.retire_artifacts`), and
+  each finished start test (``start/``, a second watcher's) as ``<prefix>_start_s<seed>_...``.
 
 What is already in ``dest`` is kept. A gait test that has not finished, and a checkpoint that
 cannot be read yet (rsl_rl is still writing it), are left for the next call. A call that finds
@@ -31,7 +32,10 @@ from mjlab_microduck.jobs import gait_test, train
 from mjlab_microduck.runs import folds, names, records
 
 GAIT_DIR = "gait"
+START_DIR = "start"
 RUNS_DIR = "runs"
+TEST_DIRS = {GAIT_DIR: "gait", START_DIR: "start"}
+"""The folders of a multi-seed run's tests, and the word each one's published names carry."""
 RETIRE_WHY = "per-step paths of every robot; the pages plot the paths of the live test"
 
 
@@ -76,15 +80,17 @@ def _copy_run(run: Path, dest: Path, slim_from: int) -> list[str]:
     return done
 
 
-def published_gait_name(prefix: str, record: records.RunRecord, runs: dict[Path, int]) -> str:
-    """``<prefix>_gait_s<seed>_model_<iteration>`` of a gait test of one of ``runs`` (run
-    folder -> seed), found from the checkpoint it tested."""
+def published_gait_name(
+    prefix: str, record: records.RunRecord, runs: dict[Path, int], test: str = "gait"
+) -> str:
+    """``<prefix>_<test>_s<seed>_model_<iteration>`` of a gait (or start) test of one of
+    ``runs`` (run folder -> seed), found from the checkpoint it tested."""
     checkpoint = Path(record.config["checkpoint"])
     # <run>/logs/rsl_rl/<experiment>/<mjlab folder>/model_<iteration>.pt
     seed = runs.get(checkpoint.parents[4].resolve())
     if seed is None:
         raise ValueError(f"{checkpoint}: not a checkpoint of this run's trainings")
-    return f"{prefix}_gait_s{seed}_model_{names.checkpoint_iteration(checkpoint)}"
+    return f"{prefix}_{test}_s{seed}_model_{names.checkpoint_iteration(checkpoint)}"
 
 
 def collect(request: CollectRequest) -> list[str]:
@@ -96,10 +102,12 @@ def collect(request: CollectRequest) -> list[str]:
     for run, record in records.find_records(out / RUNS_DIR):
         runs[run.resolve()] = int(record.config["seed"]["env"])  # as train.record_config
         done += _copy_run(run, dest / RUNS_DIR / run.name, request.slim_from)
-    for test, record in records.find_records(out / GAIT_DIR):
+    tests = [(folder, word, test, record) for folder, word in TEST_DIRS.items()
+             for test, record in records.find_records(out / folder)]  # fmt: skip
+    for folder, word, test, record in tests:
         if record.status != "ok":
             continue
-        target = dest / GAIT_DIR / published_gait_name(request.prefix, record, runs)
+        target = dest / folder / published_gait_name(request.prefix, record, runs, word)
         if target.exists():
             continue
         staging = target.with_name(target.name + ".partial")

@@ -14,7 +14,9 @@ as finished: :func:`~mjlab_microduck.runs.liveness.stale_reason`) and
 nothing is left to test, or after ``max_seconds``.
 
 A checkpoint is read once it has not changed for ``settle_s`` (rsl_rl writes it in place). The
-training runs must all be of one task (the evaluator holds one task's network).
+training runs must all be of one task (the evaluator holds one task's network). With
+``start_test`` it runs the start test (``gait_test.START_TEST``) instead of the gait test: a
+second watcher beside the first measures how often each checkpoint's starts fold.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ class GaitWatchRequest:
     """Skip checkpoints before this iteration."""
     profile: Literal["ci", "full"] = "full"
     """The gait test's size (seeds, robots per case) and device."""
+    start_test: bool = False
+    """Run the start test (``gait_test.START_TEST``) on each checkpoint instead, on the
+    profile's device; its runs are named ``start_<run>_<checkpoint stem>``."""
     device: str | None = None
     """Over the profile's device (e.g. cuda:1)."""
     poll_s: float = 10.0
@@ -134,11 +139,14 @@ def watch(request: GaitWatchRequest, log=print) -> list[gait_test.GaitRun]:
                 sized = gait_test.request_for_profile(request.profile, path, task)
                 if request.device:
                     sized = replace(sized, device=request.device)
+                if request.start_test:
+                    sized = gait_test.as_start_test(sized)
                 evaluator = gait_test.GaitEvaluator(sized)
             started_iso, t0 = records.utc_now_iso(), time.monotonic()
             result = evaluator.evaluate(path, progress=False)
             run_name = Path(path).parents[4].name if len(Path(path).parents) > 4 else "run"
-            name = gait_test.default_name(Path(f"{run_name}_{Path(path).stem}"))
+            name = gait_test.default_name(Path(f"{run_name}_{Path(path).stem}"),
+                                          "start" if request.start_test else "gait")
             sized_request = replace(evaluator.request, checkpoint=Path(path))
             gait_run = gait_test.write_run(
                 result, sized_request, request.out, name, started_iso, t0
