@@ -42,6 +42,7 @@ def test_the_fold_table_counts_each_case_s_ended_robots_from_the_record():
     assert 0 < first <= last < 1.0
     assert table.loc[("walker", "forward_0.3"), "ended at (s)"] == "-"
     assert (table["machine"] == "Intel(R) Xeon(R) Processor, CPU only").all()
+    assert (table["run"] == WALKER_START).all() and list(table.columns)[-2:] == ["run", "machine"]
 
 
 def test_each_start_test_ran_the_published_checkpoint_its_label_names():
@@ -62,3 +63,10 @@ def test_each_start_test_ran_the_published_checkpoint_its_label_names():
         # the sizes the start test has now (a record keeps tuples as lists)
         for field, value in START_TEST.items():
             assert record.config[field] == (list(value) if isinstance(value, tuple) else value)
+
+
+def test_a_single_end_is_one_time_and_none_is_a_dash():
+    times = sf._span_text
+    assert times(pd.Series([0.5, 0.761, 0.6])) == "0.50–0.76"
+    assert times(pd.Series([0.58])) == "0.58" == times(pd.Series([0.581, 0.579]))
+    assert times(pd.Series([], dtype=float)) == "-"

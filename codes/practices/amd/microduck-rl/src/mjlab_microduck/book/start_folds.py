@@ -22,8 +22,8 @@ from mjlab_microduck.jobs.gait_test import PROFILE_SIZES, ROBOTS_FILENAME
 from mjlab_microduck.runs import records
 
 START_TESTS = {
-    "WALKER_HEADING seed 42 model_999 (the walker)": "cpu_walker_heading_start_s42_model_999",
-    "WALKER_TURNING seed 43 model_500": "cpu_walker_turning_start_s43_model_500",
+    "WALKER_HEADING s42 model_999": "cpu_walker_heading_start_s42_model_999",
+    "WALKER_TURNING s43 model_500": "cpu_walker_turning_start_s43_model_500",
 }
 """The published start tests (4 seeds x 256 robots per case, 2 s, on a CPU) of the two
 published checkpoints that pass the gait test: the walker, and the first checkpoint of a lever
@@ -43,10 +43,19 @@ def unseen_chance(share: float, robots: int) -> float:
     return (1.0 - share) ** robots
 
 
+def _span_text(times_s: pd.Series) -> str:
+    """``first–last`` of some times in seconds, one time alone, ``-`` for none."""
+    if times_s.empty:
+        return "-"
+    first, last = f"{times_s.min():.2f}", f"{times_s.max():.2f}"
+    return first if first == last else f"{first}–{last}"
+
+
 def fold_table(tests: Mapping[str, str | Path], results_root: str | Path | None = None):
-    """One row per start test (label -> its folder under the results) and case: the machine
-    that ran it, its robots, how many ended their run and their share, the time of the first
-    and last end, and the chance that the full-size gait test's robots of that case show none."""
+    """One row per start test (label -> its folder under the results) and case: its robots,
+    how many ended their run and their share, the time of the first and last end, the chance
+    that the full-size gait test's robots of that case show none, then the run folder and the
+    machine that ran it (last, so that a narrow page shows the numbers first)."""
     if results_root is None:
         from mjlab_microduck.book import results
 
@@ -61,12 +70,10 @@ def fold_table(tests: Mapping[str, str | Path], results_root: str | Path | None 
             ended = group[group["terminated"]]
             share = len(ended) / len(group)
             rows.append({
-                "checkpoint": label, "case": case, "run": where.name,
-                "machine": tables.record_machine_text(record),
+                "checkpoint": label, "case": case,
                 "robots": len(group), "ended": len(ended), "share (%)": round(100 * share, 1),
-                "ended at (s)": (f"{ended['termination_time_s'].min():.2f}–"
-                                 f"{ended['termination_time_s'].max():.2f}")
-                if len(ended) else "-",
+                "ended at (s)": _span_text(ended["termination_time_s"]),
                 f"chance {full} robots show none": round(unseen_chance(share, full), 2),
+                "run": where.name, "machine": tables.record_machine_text(record),
             })  # fmt: skip
     return pd.DataFrame(rows).set_index(["checkpoint", "case"])
