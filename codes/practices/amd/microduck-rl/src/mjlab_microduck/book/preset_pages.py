@@ -11,7 +11,7 @@ command ranges, and the share of a Gaussian tracking kernel's reward a given err
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -90,6 +90,36 @@ def value_text(name: str, value: Any) -> str:
     return f"{value:.3g}"
 
 
+CHANGE_TEXTS: dict[str, Callable[[Any, Any], str]] = {
+    "mirror_symmetry": lambda old, new: "left–right symmetry augmentation",
+    "standing_stages": lambda old, new: (
+        f"standing envs {old[0].fraction:.0%} → {new[0].fraction:.0%} from the start"),
+    "heading": lambda old, new: (
+        f"mjlab's heading command in {new.envs_fraction:.0%} of the envs "
+        f"(stiffness {new.control_stiffness:g})"),
+    "turn_in_place": lambda old, new: (
+        f"turn-in-place envs: {new.envs_fraction:.0%} of the draws that are not "
+        f"standing, yaw rate at least {new.min_turn_rate_rad_s:g} rad/s"),
+    "single_axis": lambda old, new: (
+        f"single-axis envs: {new.envs_fraction:.0%} of the draws that neither stand "
+        f"nor turn in place walk along x or y only, at least {new.min_speed_m_s:g} m/s"),
+    "fast_start": lambda old, new: (
+        f"fast starts: {new.envs_fraction:.0%} of the commands drawn at a reset walk "
+        f"straight forward at least {new.min_speed_m_s:g} m/s, heading held"),
+    "fine_yaw": lambda old, new: (
+        f"a narrow yaw-rate term beside the wide one: std {new.std_rad_s:g} rad/s, "
+        f"weight {new.weight:g}"),
+    "fine_planar": lambda old, new: (
+        f"a narrow planar-velocity term beside the wide one: std {new.std_m_s:g} m/s, "
+        f"weight {new.weight:g}"),
+    "commands": lambda old, new: f"commands {command_text(new)} (was {command_text(old)})",
+    "action_rate_stages": lambda old, new: (
+        f"action-rate ramp {value_text('action_rate_stages', new)}"),
+}  # fmt: skip
+"""How a changed tuning field reads in the table, from its old and new value; a field not
+listed reads ``<label> old → new <unit>`` (``LABELS``)."""
+
+
 def changes(preset: tuning.VelocityTuning) -> str:
     """What ``preset`` changed against the preset it was built on, field by field."""
     parent = BUILT_ON[preset.name]
@@ -100,46 +130,8 @@ def changes(preset: tuning.VelocityTuning) -> str:
         old, new = getattr(parent, f.name), getattr(preset, f.name)
         if f.name == "name" or old == new:
             continue
-        if f.name == "mirror_symmetry":
-            out.append("left–right symmetry augmentation")
-        elif f.name == "standing_stages":
-            out.append(
-                f"standing envs {old[0].fraction:.0%} → {new[0].fraction:.0%} from the start"
-            )
-        elif f.name == "heading":
-            out.append(
-                f"mjlab's heading command in {new.envs_fraction:.0%} of the envs "
-                f"(stiffness {new.control_stiffness:g})"
-            )
-        elif f.name == "turn_in_place":
-            out.append(
-                f"turn-in-place envs: {new.envs_fraction:.0%} of the draws that are not "
-                f"standing, yaw rate at least {new.min_turn_rate_rad_s:g} rad/s"
-            )
-        elif f.name == "single_axis":
-            out.append(
-                f"single-axis envs: {new.envs_fraction:.0%} of the draws that neither stand "
-                f"nor turn in place walk along x or y only, at least {new.min_speed_m_s:g} m/s"
-            )
-        elif f.name == "fast_start":
-            out.append(
-                f"fast starts: {new.envs_fraction:.0%} of the commands drawn at a reset walk "
-                f"straight forward at least {new.min_speed_m_s:g} m/s, heading held"
-            )
-        elif f.name == "fine_yaw":
-            out.append(
-                f"a narrow yaw-rate term beside the wide one: std {new.std_rad_s:g} rad/s, "
-                f"weight {new.weight:g}"
-            )
-        elif f.name == "fine_planar":
-            out.append(
-                f"a narrow planar-velocity term beside the wide one: std {new.std_m_s:g} m/s, "
-                f"weight {new.weight:g}"
-            )
-        elif f.name == "commands":
-            out.append(f"commands {command_text(new)} (was {command_text(old)})")
-        elif f.name == "action_rate_stages":
-            out.append(f"action-rate ramp {value_text(f.name, new)}")
+        if f.name in CHANGE_TEXTS:
+            out.append(CHANGE_TEXTS[f.name](old, new))
         else:
             label, unit = LABELS[f.name]
             out.append(
