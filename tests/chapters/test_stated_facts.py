@@ -594,6 +594,16 @@ def test_chapter_11_states_the_start_tests_as_recorded():
         f"A gait test samples {sf.robots_per_full_case()} robots per case",
     ]
     assert_stated(text, stated, "chapter 11 does not state the start tests as recorded")
+    # chapter 6 names the walker's share, and the start test's robots per case
+    from mjlab_microduck.jobs.gait_test import START_TEST
+
+    robots = len(START_TEST["seeds"]) * START_TEST["robots_per_case"]
+    assert walker["robots"] == robots
+    assert_stated(prose("06_replay.md"), [
+        f"Each case has {sf.robots_per_full_case()} robots",
+        f"two fastest forward cases alone with {robots} robots each",
+        f"walker folds its legs in {walker['share (%)']:.1f} % of its starts into 0.4 m/s",
+    ], "chapter 6 does not state the start test as recorded")
     # "No robot of either ends its run at 0.3 m/s"
     assert (table.xs("forward_0.3", level="case")["ended"] == 0).all()
     assert "No robot of either ends its run at 0.3 m/s" in text
