@@ -70,3 +70,18 @@ def test_a_single_end_is_one_time_and_none_is_a_dash():
     assert times(pd.Series([0.5, 0.761, 0.6])) == "0.50–0.76"
     assert times(pd.Series([0.58])) == "0.58" == times(pd.Series([0.581, 0.579]))
     assert times(pd.Series([], dtype=float)) == "-"
+
+
+def test_folded_starts_find_the_start_test_by_the_checkpoint_s_bytes(tmp_path):
+    root = results.results_root()
+    walker = root / "h200_walker_heading_main_s42" / "model_999.pt"
+    lever = root / "h200_walker_turning_main_s43" / "model_500.pt"
+    assert sf.folded_starts_text(walker) == "21 of 1024 (2.1 %)"
+    assert sf.folded_starts_text(walker, case="forward_0.3") == "0 of 1024 (0.0 %)"
+    assert sf.folded_starts_text(lever) == "1 of 1024 (0.1 %)"
+    # the same bytes under another name are the same checkpoint; other bytes have no start test
+    copy = tmp_path / "model.pt"
+    copy.write_bytes(walker.read_bytes())
+    assert sf.folded_starts_text(copy) == "21 of 1024 (2.1 %)"
+    other = root / "h200_walker_resume_s42" / "model_550.pt"
+    assert sf.folded_starts_text(other) is None

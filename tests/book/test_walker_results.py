@@ -306,6 +306,8 @@ def test_the_walker_card_names_its_run_machine_and_date(published):
         assert published["time_to_walk_s"] == published["side_by_side"]["time_to_walk_s"]
     else:
         assert published["time_to_walk_s"] == published["side_by_side"]["time_to_walk_s"]
+    # the start test of the walker's own checkpoint (chapter 11): 21 of its 1024 starts fold
+    assert row["starts into 0.4 m/s that fold (start test)"] == "21 of 1024 (2.1 %)"
 
 
 def test_a_walker_json_naming_a_missing_checkpoint_is_refused(tmp_path, published):

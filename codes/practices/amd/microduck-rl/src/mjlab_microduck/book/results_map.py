@@ -106,7 +106,7 @@ EXPORT_RUNS = "cpu_export_*"
 FRONT_PAGE_RUNS = _unique((
     chapter_times.CI_BUILD_RECORD,
     *(run for chapter in chapter_times.CHAPTERS for work in chapter.full for run in work.runs),
-    *WALKER_HEADING_RUNS, VIDEO_RUN,
+    *WALKER_HEADING_RUNS, VIDEO_RUN, *start_folds.START_TESTS.values(),
 ))  # fmt: skip
 
 CHAPTERS: tuple[ChapterRuns, ...] = (
@@ -193,7 +193,8 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
         "book/intro", "The front page", FRONT_PAGE_RUNS,
         "The table of chapters (`chapter_times.front_page_table`): the ci build record and the "
         "runs `chapter_times.CHAPTERS` adds up for the full column; the video at the top is "
-        "chapter 6's replay of the walker candidate.",
+        "chapter 6's replay of the walker candidate; the walker's card (`walker_results."
+        "walker_card`) names the start test of its checkpoint (`start_folds.START_TESTS`).",
     ),
     ChapterRuns(
         "book/appendix_tests", "Appendix: tests and acceptance", (ci_run.CI_RUN_RECORD,),

@@ -77,3 +77,24 @@ def fold_table(tests: Mapping[str, str | Path], results_root: str | Path | None 
                 "run": where.name, "machine": tables.record_machine_text(record),
             })  # fmt: skip
     return pd.DataFrame(rows).set_index(["checkpoint", "case"])
+
+
+def folded_starts_text(
+    checkpoint: str | Path,
+    case: str = "forward_0.4",
+    tests: Mapping[str, str | Path] = START_TESTS,
+    results_root: str | Path | None = None,
+) -> str | None:
+    """``ended of robots (share %)`` of the published start test that ran ``checkpoint`` (found
+    by its SHA-256), in ``case``; None when no published start test ran it."""
+    if results_root is None:
+        from mjlab_microduck.book import results
+
+        results_root = results.results_root()
+    digest = records.sha256_file(checkpoint)
+    for label, folder in tests.items():
+        record = records.load_record(Path(results_root) / folder)
+        if record.config.get("checkpoint_sha256") == digest:
+            row = fold_table({label: folder}, results_root).loc[(label, case)]
+            return f"{row['ended']} of {row['robots']} ({row['share (%)']:.1f} %)"
+    return None

@@ -666,7 +666,10 @@ def walker_card(walker_record: dict, results_root: str | Path | None = None) -> 
     """One row naming the published walker: recipe and task, checkpoint, its gait-test record
     with machine, date and size, how many training seeds pass, and the time to walk: minutes of
     training to the recipe's first passing checkpoint (which may be an earlier one than the
-    walker's) with the seeds side by side on one GPU, and alone on one GPU once measured."""
+    walker's) with the seeds side by side on one GPU, and alone on one GPU once measured; and,
+    once a start test ran the walker's checkpoint, how many of its starts into 0.4 m/s fold."""
+    from mjlab_microduck.book import start_folds
+
     verdict, gait_record = walker_gait(walker_record, results_root)
     summary = gait_record.summary
     side_by_side = walker_record["side_by_side"]
@@ -691,6 +694,10 @@ def walker_card(walker_record: dict, results_root: str | Path | None = None) -> 
             round(seconds / 60.0, 1) if seconds is not None
             else f"none: no checkpoint passes by {alone['last_tested']}"
         )  # fmt: skip
+    folded = start_folds.folded_starts_text(walker_checkpoint(walker_record, results_root),
+                                            results_root=results_root)  # fmt: skip
+    if folded is not None:
+        row["starts into 0.4 m/s that fold (start test)"] = folded
     return pd.DataFrame([row]).set_index("recipe")
 
 
