@@ -14,7 +14,8 @@
 #   MICRODUCK [python3 -m mjlab_microduck.cli]   the microduck command
 # Everything is started detached (setsid): the script returns at once and prints where the
 # logs are. OUT_DIR/runs holds the training runs, OUT_DIR/gait the gait tests, OUT_DIR/*.log
-# each process's output (OUT_DIR/start the start tests). Bad input: one line, exit 2, nothing started or created.
+# each process's output (OUT_DIR/start the start tests). Bad input: one line, exit 2, nothing
+# started or created.
 # `microduck records collect OUT_DIR DEST --prefix h200_<recipe>` copies the publishable part
 # (slim checkpoints, finished gait tests) while it runs.
 set -euo pipefail
@@ -58,15 +59,18 @@ if [ "$WATCH_EVERY" != 0 ]; then
     [ "$(find "$OUT/runs" -mindepth 1 -maxdepth 1 -type d | wc -l)" -ge ${#SEEDS[@]} ] && break
     sleep 1
   done
-  (cd "$OUT" && setsid nohup "${MICRODUCK[@]}" gait-watch --runs "$OUT"/runs/*/ \
-     --profile full --device "$DEVICE" --every "$WATCH_EVERY" --min-iteration "$WATCH_FROM" \
-     --out "$OUT/gait" > "$OUT/watch.log" 2>&1 < /dev/null &)
-  echo "gait watcher started: every ${WATCH_EVERY}th checkpoint from $WATCH_FROM"
-  if [ "$START_WATCH" = 1 ]; then
-    mkdir -p "$OUT/start"
+  # watch FOLDER LOG [FLAG...]: one detached gait watcher over every run, into OUT/FOLDER.
+  watch() {
+    local folder=$1 log=$2; shift 2
+    mkdir -p "$OUT/$folder"
     (cd "$OUT" && setsid nohup "${MICRODUCK[@]}" gait-watch --runs "$OUT"/runs/*/ \
        --profile full --device "$DEVICE" --every "$WATCH_EVERY" --min-iteration "$WATCH_FROM" \
-       --start-test --out "$OUT/start" > "$OUT/start_watch.log" 2>&1 < /dev/null &)
+       "$@" --out "$OUT/$folder" > "$OUT/$log" 2>&1 < /dev/null &)
+  }
+  watch gait watch.log
+  echo "gait watcher started: every ${WATCH_EVERY}th checkpoint from $WATCH_FROM"
+  if [ "$START_WATCH" = 1 ]; then
+    watch start start_watch.log --start-test
     echo "start watcher started: the same checkpoints, start test"
   fi
 fi

@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from mjlab_microduck.analysis import gait, walker
-from mjlab_microduck.book import tables
+from mjlab_microduck.book import start_folds, tables
 from mjlab_microduck.runs import folds, records
 from mjlab_microduck.tasks import tuning
 
@@ -668,8 +668,6 @@ def walker_card(walker_record: dict, results_root: str | Path | None = None) -> 
     training to the recipe's first passing checkpoint (which may be an earlier one than the
     walker's) with the seeds side by side on one GPU, and alone on one GPU once measured; and,
     once a start test ran the walker's checkpoint, how many of its starts into 0.4 m/s fold."""
-    from mjlab_microduck.book import start_folds
-
     verdict, gait_record = walker_gait(walker_record, results_root)
     summary = gait_record.summary
     side_by_side = walker_record["side_by_side"]

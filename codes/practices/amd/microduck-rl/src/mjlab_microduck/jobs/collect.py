@@ -34,8 +34,9 @@ from mjlab_microduck.runs import folds, names, records
 GAIT_DIR = "gait"
 START_DIR = "start"
 RUNS_DIR = "runs"
-TEST_DIRS = {GAIT_DIR: "gait", START_DIR: "start"}
-"""The folders of a multi-seed run's tests, and the word each one's published names carry."""
+TEST_DIRS = (GAIT_DIR, START_DIR)
+"""The folders of a multi-seed run's tests; each one's name is the word its published names
+carry (``<prefix>_gait_...``, ``<prefix>_start_...``)."""
 RETIRE_WHY = "per-step paths of every robot; the pages plot the paths of the live test"
 
 
@@ -102,12 +103,12 @@ def collect(request: CollectRequest) -> list[str]:
     for run, record in records.find_records(out / RUNS_DIR):
         runs[run.resolve()] = int(record.config["seed"]["env"])  # as train.record_config
         done += _copy_run(run, dest / RUNS_DIR / run.name, request.slim_from)
-    tests = [(folder, word, test, record) for folder, word in TEST_DIRS.items()
+    tests = [(folder, test, record) for folder in TEST_DIRS
              for test, record in records.find_records(out / folder)]  # fmt: skip
-    for folder, word, test, record in tests:
+    for folder, test, record in tests:
         if record.status != "ok":
             continue
-        target = dest / folder / published_gait_name(request.prefix, record, runs, word)
+        target = dest / folder / published_gait_name(request.prefix, record, runs, folder)
         if target.exists():
             continue
         staging = target.with_name(target.name + ".partial")
