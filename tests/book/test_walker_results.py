@@ -232,6 +232,21 @@ def test_the_winning_seed_trained_alone_gives_the_time_to_walk_the_shared_gpu_st
     assert wr.published_walker(tmp_path) == summary
 
 
+def test_a_time_to_walk_says_what_its_start_up_compiled_where_the_record_counted_it():
+    runs, published = _stand_in_runs(), wr.seed_run(42)
+    path, record = published.stages[0]
+    counted = record.model_copy(update={"summary": {
+        **record.summary, "warp_modules_loaded": 40, "warp_modules_compiled": 0,
+        "warp_compile_s": 0.0}})  # fmt: skip
+    alone = StandInRun(published, 44, _rows(250), recipe=wr.WALKER_HEADING_ALONE)
+    alone.stages = ((path, counted),)
+    summary = wr.walker_summary(runs, alone=[alone])
+    assert summary["alone"]["warp_modules_compiled"] == 0
+    assert summary["alone"]["warp_compile_s"] == 0.0
+    # The published records did not count them: their entry says nothing rather than 0.
+    assert not set(wr.COMPILE_KEYS) & set(summary["side_by_side"])
+
+
 def test_no_walker_is_published_while_no_seed_passes(tmp_path):
     published = wr.seed_run(42)
     runs = [StandInRun(published, seed, _rows()) for seed in (42, 43, 44)]

@@ -25,6 +25,9 @@ def _stale(pid: int | None = None) -> records.RunProcess:
 def test_a_stale_training_is_closed_from_its_checkpoints_and_log(tmp_path):
     run_dir = run_fakes.train_run(tmp_path, iterations=(0, 5), log_iterations=8,
                                   status="running", process=_stale())  # fmt: skip
+    with (run_dir / "train.log").open("a") as log:  # a cold start: Warp compiled a module
+        log.write("Module mujoco_warp._src.smooth 4052998 load on device 'cuda:0' took 8546.14 ms"
+                  "  (compiled)\n")
     when = dt.datetime(2026, 1, 2, 3, 20, 0, tzinfo=dt.timezone.utc).timestamp()
     for path in run_dir.rglob("*"):
         os.utime(path, (when, when))
@@ -42,6 +45,7 @@ def test_a_stale_training_is_closed_from_its_checkpoints_and_log(tmp_path):
     summary = fixed.summary
     assert (summary["last_checkpoint"], summary["last_checkpoint_iteration"]) == ("model_5.pt", 5)
     assert summary["checkpoints"] == "model_0.pt,model_5.pt" and summary["last_iteration"] == 7
+    assert (summary["warp_modules_compiled"], summary["warp_compile_s"]) == (1, 8.55)
     assert [a.path for a in fixed.artifacts] == ["train.log"] and fixed.scalars_csv is None
     records.verify_artifacts(fixed, run_dir)
 

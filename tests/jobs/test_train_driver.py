@@ -33,7 +33,7 @@ from mjlab_microduck.jobs.train import (
     run,
     slim_checkpoint,
 )
-from mjlab_microduck.runs import records
+from mjlab_microduck.runs import records, warp_log
 from mjlab_microduck.tasks.rl_cfg import EXPERIMENT_NAME, STEPS_PER_ENV
 from mjlab_microduck.tasks.velocity import TASK_ID
 
@@ -157,6 +157,10 @@ def test_run_writes_checkpoints_events_and_an_ok_record(first, runs_root):
     shown = "".join(stream.lines)
     assert "Learning iteration 0/2" in shown and "Learning iteration 1/2" in shown
     assert "Learning iteration 1/2" in (run_dir / TRAIN_LOG).read_text()
+    # Warp's module loads, counted from train.log: a start-up says whether it compiled them.
+    loads = warp_log.count_log(run_dir / TRAIN_LOG)
+    assert loads.loaded > 0 and 0 <= loads.compiled <= loads.loaded
+    assert {key: on_disk.summary[key] for key in warp_log.SUMMARY_KEYS} == loads.summary()
 
 
 def test_the_record_counts_the_rollout_the_runner_used(first, tmp_path):

@@ -23,6 +23,7 @@ if [ "$1" = train ]; then
   while [ $# -gt 0 ]; do
     case $1 in --name) name=$2;; --logs-root) root=$2;; esac; shift
   done
+  [ "$name" = warmup ] && [ -n "$STUB_WARMUP_FAILS" ] && exit 1
   mkdir -p "$root/stamp_$name"
 fi
 """
@@ -81,9 +82,35 @@ def test_a_start_watcher_start_tests_the_same_checkpoints_beside_the_gait_watche
     assert "start watcher started" in proc.stdout
 
 
+def test_a_warm_up_training_fills_the_kernel_cache_before_the_trainings_start(tmp_path):
+    out = tmp_path / "walker"
+    proc = run(tmp_path, TASK, "600", str(out), WARM_KERNELS="1", NUM_ENVS="2048")
+    assert proc.returncode == 0, proc.stderr
+    lines = calls(tmp_path, 5)
+    warmup = lines[0].split()  # it ends before any training starts
+    assert warmup[0] == "train" and warmup[warmup.index("--name") + 1] == "warmup"
+    assert warmup[warmup.index("--iterations") + 1] == "1"
+    assert warmup[warmup.index("--num-envs") + 1] == "2048"
+    assert warmup[warmup.index("--task") + 1] == TASK
+    assert warmup[warmup.index("--logs-root") + 1] == str(out / "warmup")
+    assert len([line for line in lines[1:] if line.startswith("train")]) == 3
+    # The watcher watches the trainings only, not the warm-up.
+    (watch,) = [line for line in lines if line.startswith("gait-watch")]
+    assert "warmup" not in watch and watch.count(str(out / "runs")) == 3
+
+
+def test_a_failed_warm_up_starts_no_training(tmp_path):
+    out = tmp_path / "walker"
+    proc = run(tmp_path, TASK, "600", str(out), WARM_KERNELS="1", STUB_WARMUP_FAILS="1")
+    assert proc.returncode == 1 and "the warm-up training failed" in proc.stderr
+    time.sleep(0.3)
+    assert [line.split()[0] for line in calls(tmp_path, 1)] == ["train"]
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [({"START_WATCH": "yes"}, "START_WATCH must be 0 or 1"),
+     ({"WARM_KERNELS": "2"}, "WARM_KERNELS must be 0 or 1"),
      ({"START_WATCH": "1", "WATCH_EVERY": "0"}, "START_WATCH=1 needs WATCH_EVERY > 0")],
 )
 def test_a_bad_start_watch_setting_starts_and_creates_nothing(tmp_path, settings, message):

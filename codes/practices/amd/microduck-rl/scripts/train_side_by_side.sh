@@ -11,9 +11,13 @@
 #                                        iteration WATCH_FROM on (WATCH_EVERY=0: no watcher)
 #   START_WATCH [0]   1: a second watcher start-tests the same checkpoints (the two fastest
 #                     forward cases, 4 x 256 robots, 2 s: how often a start folds)
+#   WARM_KERNELS [0]  1: first, alone, a 1-iteration training of the task at NUM_ENVS envs
+#                     (OUT/warmup, OUT/warmup.log) compiles Warp's kernels into its cache, so
+#                     the trainings' start-up loads them instead of compiling them (each train
+#                     record's summary counts the modules it compiled: warp_modules_compiled)
 #   MICRODUCK [python3 -m mjlab_microduck.cli]   the microduck command
-# Everything is started detached (setsid): the script returns at once and prints where the
-# logs are. OUT_DIR/runs holds the training runs, OUT_DIR/gait the gait tests, OUT_DIR/*.log
+# Everything is started detached (setsid): the script returns at once (after the warm-up, when
+# there is one) and prints where the logs are. OUT_DIR/runs holds the training runs, OUT_DIR/gait the gait tests, OUT_DIR/*.log
 # each process's output (OUT_DIR/start the start tests). Bad input: one line, exit 2, nothing
 # started or created.
 # `microduck records collect OUT_DIR DEST --prefix h200_<recipe>` copies the publishable part
@@ -24,12 +28,14 @@ TASK=$1; ITERS=$2; OUT=$3; shift 3
 SEEDS=("$@"); [ ${#SEEDS[@]} -gt 0 ] || SEEDS=(42 43 44)
 NUM_ENVS=${NUM_ENVS:-4096}; SAVE_INTERVAL=${SAVE_INTERVAL:-50}; DEVICE=${DEVICE:-cuda:0}
 WATCH_EVERY=${WATCH_EVERY:-50}; WATCH_FROM=${WATCH_FROM:-250}; START_WATCH=${START_WATCH:-0}
+WARM_KERNELS=${WARM_KERNELS:-0}
 read -r -a MICRODUCK <<< "${MICRODUCK:-python3 -m mjlab_microduck.cli}"
 refuse() { echo "train_side_by_side.sh: $*" >&2; exit 2; }
 [[ $ITERS =~ ^[1-9][0-9]*$ ]] || refuse "ITERATIONS must be a positive integer (got $ITERS)"
 for s in "${SEEDS[@]}"; do [[ $s =~ ^[0-9]+$ ]] || refuse "seeds must be integers (got $s)"; done
 [[ $START_WATCH =~ ^[01]$ ]] || refuse "START_WATCH must be 0 or 1 (got $START_WATCH)"
 [ "$START_WATCH" = 1 ] && [ "$WATCH_EVERY" = 0 ] && refuse "START_WATCH=1 needs WATCH_EVERY > 0"
+[[ $WARM_KERNELS =~ ^[01]$ ]] || refuse "WARM_KERNELS must be 0 or 1 (got $WARM_KERNELS)"
 [ -e "$OUT" ] && refuse "$OUT exists: an earlier run is never overwritten"
 
 mkdir -p "$OUT/runs" "$OUT/gait"
@@ -39,6 +45,15 @@ OUT=$(readlink -f "$OUT")
 if command -v nvidia-cuda-mps-control >/dev/null \
    && nvidia-cuda-mps-control -d >/dev/null 2>&1 </dev/null; then
   echo "CUDA MPS started"
+fi
+if [ "$WARM_KERNELS" = 1 ]; then
+  # Warp keeps a compiled module per machine, Warp version and module hash; the warm-up builds
+  # the trainings' own task at their env count, so it compiles the modules they load.
+  echo "warming Warp's kernel cache: 1 iteration of $TASK, $NUM_ENVS envs (log: $OUT/warmup.log)"
+  "${MICRODUCK[@]}" train --name warmup --task "$TASK" --num-envs "$NUM_ENVS" --iterations 1 \
+    --save-interval 1 --seed "${SEEDS[0]}" --device "$DEVICE" --logs-root "$OUT/warmup" \
+    --profile full > "$OUT/warmup.log" 2>&1 < /dev/null \
+    || { echo "train_side_by_side.sh: the warm-up training failed, see $OUT/warmup.log" >&2; exit 1; }
 fi
 names=()
 for seed in "${SEEDS[@]}"; do

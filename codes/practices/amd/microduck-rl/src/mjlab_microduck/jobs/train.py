@@ -38,7 +38,7 @@ import pandas as pd
 
 from mjlab_microduck.analysis.training import summarize
 from mjlab_microduck.jobs import stopping
-from mjlab_microduck.runs import liveness, names, records
+from mjlab_microduck.runs import liveness, names, records, warp_log
 from mjlab_microduck.runs.names import EXPERIMENT_NAME, checkpoint_iteration, is_checkpoint_name
 from mjlab_microduck.runtime import backend
 
@@ -347,6 +347,7 @@ def stopped_on_disk(record: records.RunRecord, run_dir: Path) -> dict:
             summary["checkpoints"] = ",".join(p.name for p in checkpoints)
     summary.update(_progress(run_dir))  # the log goes further than the last flushed event
     if (run_dir / TRAIN_LOG).is_file():
+        summary.update(warp_log.count_log(run_dir / TRAIN_LOG).summary())
         artifacts.append(records.artifact(run_dir / TRAIN_LOG, run_dir, "log"))
     return {"summary": summary, "scalars_csv": scalars_csv, "artifacts": artifacts}
 
@@ -495,6 +496,7 @@ def _train(
     summary = summarize(scalars, request.num_envs, steps_per_env)
     summary["checkpoints"] = ",".join(p.name for p in checkpoints)
     summary["last_checkpoint"] = checkpoints[-1].name
+    summary.update(warp_log.count_log(run_dir / TRAIN_LOG).summary())
     return record.model_copy(
         update={
             "status": "ok",
