@@ -158,9 +158,27 @@ def test_run_writes_checkpoints_events_and_an_ok_record(first, runs_root):
     assert "Learning iteration 0/2" in shown and "Learning iteration 1/2" in shown
     assert "Learning iteration 1/2" in (run_dir / TRAIN_LOG).read_text()
     # Warp's module loads, counted from train.log: a start-up says whether it compiled them.
+    # They are counted even under MJLAB_WARP_QUIET=1 (the build sets it), and not shown.
     loads = warp_log.count_log(run_dir / TRAIN_LOG)
     assert loads.loaded > 0 and 0 <= loads.compiled <= loads.loaded
     assert {key: on_disk.summary[key] for key in warp_log.SUMMARY_KEYS} == loads.summary()
+    assert "initialized:" in (run_dir / TRAIN_LOG).read_text()
+    assert "Module " not in shown and "initialized:" not in shown
+
+
+def test_the_stream_drops_warps_banner_and_module_lines_and_keeps_the_trainers():
+    lines = [
+        "Warp 1.13.0 initialized:\n",
+        "   CUDA Toolkit 12.9, Driver 13.0\n",
+        '     "cuda:0"   : "NVIDIA H200" (140 GiB, sm_90, mempool enabled)\n',
+        "Module mujoco_warp._src.smooth 4052998 load on device 'cuda:0' took 8.14 ms  (cached)\n",
+        "[INFO] Training with: device=cuda:0, seed=42, rank=0\n",
+        "                          Learning iteration 0/2\n",
+        "                       Mean reward: 1.00\n",
+        "warning: invalid feature combination\n",
+    ]
+    shown = train.ShownLines()
+    assert [line for line in lines if shown(line)] == lines[4:7]
 
 
 def test_the_record_counts_the_rollout_the_runner_used(first, tmp_path):

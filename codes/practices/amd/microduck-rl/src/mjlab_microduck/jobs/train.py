@@ -476,7 +476,10 @@ def _train(
     """The run itself, from staging the resume to the ok record (not yet written)."""
     if request.resume_from is not None:
         _stage_resume(run_dir, Path(request.resume_from).resolve(), request.device)
-    env = dict(os.environ, WANDB_MODE="offline", GIT_PYTHON_REFRESH="quiet")
+    # Warp speaks in the trainer even where the caller quiets it (MJLAB_WARP_QUIET): train.log
+    # keeps its module-load lines, from which the record counts what the start-up compiled;
+    # the stream shows neither them nor Warp's banner (ShownLines).
+    env = dict(os.environ, WANDB_MODE="offline", GIT_PYTHON_REFRESH="quiet", MJLAB_WARP_QUIET="0")
     if request.frozen_broadphase:
         env[FAULT_ENV] = "1"
     else:
@@ -533,10 +536,11 @@ def _run_streaming(command: list[str], run_dir: Path, env: dict, stream) -> tupl
             if line.strip():
                 tail.append(line.strip())
 
+        shown = ShownLines()
         try:
             for line in proc.stdout:
                 keep(line)
-                if _worth_showing(line):
+                if shown(line):
                     stream.write(line)
                     stream.flush()
             returncode = proc.wait()
@@ -554,10 +558,24 @@ def _run_streaming(command: list[str], run_dir: Path, env: dict, stream) -> tupl
     return returncode, " | ".join(tail)
 
 
-def _worth_showing(line: str) -> bool:
-    # Warp's per-module compile lines and clang's CPU-feature chatter drown the iteration log.
-    noisy = ("Module ", "warning: invalid feature", "warning generated", "warnings generated")
-    return not line.startswith(noisy)
+class ShownLines:
+    """Which of the trainer's lines reach the stream. Warp's banner (``Warp 1.13.0
+    initialized:`` and its indented lines), its per-module load lines and clang's CPU-feature
+    chatter would drown the iteration log; ``train.log`` keeps them all."""
+
+    _NOISY = ("Module ", "warning: invalid feature", "warning generated", "warnings generated")
+
+    def __init__(self) -> None:
+        self._in_banner = False
+
+    def __call__(self, line: str) -> bool:
+        if line.startswith("Warp ") and line.rstrip().endswith(" initialized:"):
+            self._in_banner = True
+            return False
+        if self._in_banner and line.startswith("   "):
+            return False
+        self._in_banner = False
+        return not line.startswith(self._NOISY)
 
 
 def _export(log_dir: Path, run_dir: Path) -> pd.DataFrame:
