@@ -17,9 +17,9 @@
 #                     record's summary counts the modules it compiled: warp_modules_compiled)
 #   MICRODUCK [python3 -m mjlab_microduck.cli]   the microduck command
 # Everything is started detached (setsid): the script returns at once (after the warm-up, when
-# there is one) and prints where the logs are. OUT_DIR/runs holds the training runs, OUT_DIR/gait the gait tests, OUT_DIR/*.log
-# each process's output (OUT_DIR/start the start tests). Bad input: one line, exit 2, nothing
-# started or created.
+# there is one) and prints where the logs are. OUT_DIR/runs holds the training runs,
+# OUT_DIR/gait the gait tests, OUT_DIR/*.log each process's output (OUT_DIR/start the start
+# tests). Bad input: one line, exit 2, nothing started or created.
 # `microduck records collect OUT_DIR DEST --prefix h200_<recipe>` copies the publishable part
 # (slim checkpoints, finished gait tests) while it runs.
 set -euo pipefail
