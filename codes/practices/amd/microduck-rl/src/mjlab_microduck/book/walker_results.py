@@ -23,7 +23,7 @@ import pandas as pd
 
 from mjlab_microduck.analysis import gait, walker
 from mjlab_microduck.book import start_folds, tables
-from mjlab_microduck.runs import folds, records
+from mjlab_microduck.runs import folds, records, warp_log
 from mjlab_microduck.tasks import tuning
 
 SEEDS = (42, 43, 44)
@@ -112,8 +112,8 @@ ENVS_BENCH = "h200_walker_envs_bench"
 ``microduck bench`` run of its training section)."""
 TIME_TO_WALK_TARGET_S = 600.0
 """The time to walk the book aims at: 10 minutes from launch on one GPU."""
-COMPILE_KEYS = ("warp_modules_compiled", "warp_compile_s")
-"""What a time to walk carries from its training record's summary (runs/warp_log.py)."""
+COMPILE_KEYS = warp_log.COMPILED_KEYS
+"""What a time to walk carries from its training record's summary."""
 WALKER_FILENAME = "walker.json"
 """``book/results/walker.json``: the published walker, once a checkpoint passes the gait test."""
 

@@ -26,7 +26,9 @@ _LOAD_RE = re.compile(
     r"^Module (?P<module>\S+)(?: [0-9a-f]{7})? load on device '(?P<device>[^']+)'"
     r"(?: \(block_dim=\d+\))? took (?P<ms>\d+(?:\.\d+)?) ms\s+\((?P<status>compiled|cached|error)\)"
 )
-SUMMARY_KEYS = ("warp_modules_loaded", "warp_modules_compiled", "warp_compile_s")
+COMPILED_KEYS = ("warp_modules_compiled", "warp_compile_s")
+"""The summary keys that say what a start-up compiled (0 and 0.0 on a warm machine)."""
+SUMMARY_KEYS = ("warp_modules_loaded", *COMPILED_KEYS)
 """The train record's summary keys :meth:`WarpLoads.summary` fills."""
 
 
