@@ -9,9 +9,10 @@ import warp as wp
 
 import mjlab_microduck.tasks  # noqa: F401  (hooks first, then task registration)
 from mjlab_microduck import compat
-from mjlab_microduck.compat import faults
+from mjlab_microduck.compat import _hook, faults
 
-FIXES = ["warp_alias", "hip_stepping", "broadphase", "render_textures", faults.FIX]
+HOOKS = ["warp_alias", "hip_stepping", "broadphase", "render_textures", "buffer_syncs"]
+FIXES = [*HOOKS, faults.FIX]
 
 
 @pytest.fixture
@@ -36,6 +37,7 @@ def test_package_import_installed_the_hooks():
     assert statuses["hip_stepping"].active is False
     assert statuses["broadphase"].active is False
     assert statuses["render_textures"].active is False
+    assert statuses["buffer_syncs"].active is True  # mjlab 1.3's buffer asks the host
     assert statuses[faults.FIX].active is False
 
 
@@ -60,13 +62,14 @@ def test_install_all_is_idempotent(restore):
     decision = Simulation.__dict__["_should_use_cuda_graph"]
     first = compat.install_all()
     second = compat.install_all()
-    assert [s.fix for s in first] == [s.fix for s in second] == FIXES[:4]
+    assert [s.fix for s in first] == [s.fix for s in second] == HOOKS
     assert [(s.active, s.reason) for s in first] == [(s.active, s.reason) for s in second]
     assert Simulation.__dict__["_should_use_cuda_graph"] is decision
 
 
 def test_uninstall_all_restores_everything_and_install_all_brings_it_back(restore):
     import mujoco_warp as mjw
+    from mjlab.utils.buffers.circular_buffer import CircularBuffer
     from mujoco_warp._src import collision_driver
 
     before = (
@@ -75,6 +78,7 @@ def test_uninstall_all_restores_everything_and_install_all_brings_it_back(restor
         collision_driver.collision,
         collision_driver.nxn_broadphase,
     )
+    buffer_methods = ("append", "__getitem__")
     faults.enable()
     compat.uninstall_all()
     assert not hasattr(wp, "context")
@@ -85,9 +89,13 @@ def test_uninstall_all_restores_everything_and_install_all_brings_it_back(restor
         collision_driver.collision,
         collision_driver.nxn_broadphase,
     ) == before
-    assert all(s.reason == "not installed" for s in compat.report()[:4])
+    assert not any(_hook.is_our_wrapper(CircularBuffer.__dict__[m], "buffer_syncs")
+                   for m in buffer_methods)  # fmt: skip
+    assert all(s.reason == "not installed" for s in compat.report()[: len(HOOKS)])
     compat.install_all()
     assert hasattr(wp, "context")
+    assert all(_hook.is_our_wrapper(CircularBuffer.__dict__[m], "buffer_syncs")
+               for m in buffer_methods)  # fmt: skip
 
 
 def test_install_all_reports_the_fault_when_the_env_var_asks(monkeypatch, restore):

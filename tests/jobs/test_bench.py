@@ -375,13 +375,18 @@ def test_ratios_and_summary_from_rows():
         _row("fixes", "graph", "env_steps_per_s", 256, 40_000.0),
         _row("fixes", "eager", "env_steps_per_s", 256, 20_000.0),
         _row("fixes", "frozen_broadphase", "env_steps_per_s", 256, 25_000.0),
+        _row("fixes", "buffer_syncs", "env_steps_per_s", 256, 32_000.0),  # against graph
         _row("fixes", "eager", "env_steps_per_s", 4096, 1.0),  # no partner: no ratio
+        _row("fixes", "eager", "env_steps_per_s", 64, 3.0),
+        _row("fixes", "buffer_syncs", "env_steps_per_s", 64, 2.0),  # no graph: against eager
     ]
     ratios = bench.derived_ratios(rows)
     assert ratios == {
         "ratio.training_over_physics.n256": 0.25,
         "ratio.eager_over_graph.n256": 0.5,
         "ratio.per_step_over_frozen.n256": 0.8,
+        "ratio.sync_free_over_buffer_syncs.n256": 1.25,
+        "ratio.sync_free_over_buffer_syncs.n64": 1.5,
     }
     results = bench.BenchResults(rows=rows, extra={"fixes.backend": "cuda"}, errors=["x"])
     summary = results.summary()
@@ -389,7 +394,7 @@ def test_ratios_and_summary_from_rows():
     assert summary["physics.zero_action.n256.env_steps_per_s.p25"] == 40_000.0
     assert summary["ratio.eager_over_graph.n256"] == 0.5
     assert summary["fixes.backend"] == "cuda"
-    assert (summary["measurements"], summary["errors"]) == (6, 1)
+    assert (summary["measurements"], summary["errors"]) == (9, 1)
 
 
 def test_csv_round_trips_exactly_and_leaves_memory_blank_when_unknown(tmp_path):
@@ -436,20 +441,28 @@ def test_load_csv_rejects_a_foreign_csv(tmp_path):
 
 def test_fix_plan_per_backend():
     cpu, cpu_skipped = bench.fix_plan("cpu", broadphase_fix_active=False)
-    assert [c.name for c in cpu] == ["eager", "frozen_broadphase"]
+    assert [c.name for c in cpu] == ["eager", "frozen_broadphase", "buffer_syncs"]
     assert set(cpu_skipped) == {"graph", "fork_cache"}
     cuda, cuda_skipped = bench.fix_plan("cuda", broadphase_fix_active=False)
-    assert [(c.name, c.mode) for c in cuda] == [
-        ("graph", "stock"), ("eager", "veto_graph"), ("frozen_broadphase", "frozen_fault"),
+    assert [(c.name, c.mode, c.graph) for c in cuda] == [
+        ("graph", "stock", True), ("eager", "veto_graph", False),
+        ("frozen_broadphase", "frozen_fault", False), ("buffer_syncs", "buffer_syncs", True),
     ]  # fmt: skip
     assert "upper bound" in cuda_skipped["fork_cache"]
     frozen = cuda[2]
-    assert frozen.task == UNGUARDED_TASK_ID and cuda[0].task == TASK_ID
+    assert frozen.task == UNGUARDED_TASK_ID and cuda[0].task == cuda[3].task == TASK_ID
+    assert cuda[3].description.endswith("otherwise as graph")
     hip, hip_skipped = bench.fix_plan("hip", broadphase_fix_active=True)
-    assert [(c.name, c.mode) for c in hip] == [("eager", "stock"), ("fork_cache", "fork_cache")]
+    assert [(c.name, c.mode, c.graph) for c in hip] == [
+        ("eager", "stock", False), ("fork_cache", "fork_cache", False),
+        ("buffer_syncs", "buffer_syncs", False),
+    ]  # fmt: skip
     assert "graph" in hip_skipped
-    hip_plain, hip_plain_skipped = bench.fix_plan("hip", broadphase_fix_active=False)
-    assert [c.name for c in hip_plain] == ["eager"] and "fork_cache" in hip_plain_skipped
+    hip_plain, hip_plain_skipped = bench.fix_plan(
+        "hip", broadphase_fix_active=False, buffer_fix_active=False
+    )
+    assert [c.name for c in hip_plain] == ["eager"]
+    assert {"fork_cache", "buffer_syncs"} <= set(hip_plain_skipped)
     with pytest.raises(ValueError):
         bench.fix_plan("tpu", False)
 
@@ -464,6 +477,20 @@ def test_eager_case_vetoes_mjlab_graph_capture_and_restores_it():
         assert Simulation._should_use_cuda_graph(fake_sim) is False
         assert fake_sim._microduck_graph_veto.startswith(bench.EAGER_VETO)
     assert Simulation.__dict__["_should_use_cuda_graph"] is original
+
+
+def test_buffer_syncs_case_puts_mjlab_buffer_back_only_inside():
+    from mjlab.utils.buffers.circular_buffer import CircularBuffer
+
+    from mjlab_microduck.compat import buffer_syncs
+
+    assert buffer_syncs.status().active
+    case = bench.fix_plan("cpu", False)[0][-1]
+    with bench.fix_context(case):
+        assert not buffer_syncs.status().active
+        assert buffer_syncs.host_reads(lambda: CircularBuffer(2, 3, "cpu").append(torch.ones(3)))
+    assert buffer_syncs.status().active
+    assert not buffer_syncs.host_reads(lambda: CircularBuffer(2, 3, "cpu").append(torch.ones(3)))
 
 
 def test_frozen_case_switches_the_fault_on_only_inside():
@@ -646,8 +673,9 @@ def test_quick_run_on_cpu_writes_a_valid_record(tmp_path):
     assert record.provenance.backend == "cpu"
     assert frame["peak_mem_bytes"].isna().all()  # "n/a" on a CPU, never 0
     fixes = frame[frame.section == "fixes"]
-    assert sorted(fixes.config) == ["eager", "frozen_broadphase"]
+    assert sorted(fixes.config) == ["buffer_syncs", "eager", "frozen_broadphase"]
     assert "ratio.per_step_over_frozen.n4" in record.summary
+    assert record.summary["ratio.sync_free_over_buffer_syncs.n4"] > 0
     assert record.summary["fixes.frozen_broadphase.n4.frozen_calls"] > 0
     assert "graph" in record.summary["fixes.skipped.graph"]
     # Published copy: record + CSV, hashes verified, refuses a second publication.
@@ -668,8 +696,10 @@ def test_quick_run_on_gpu_measures_graph_and_eager(tmp_path):
     assert (frame["peak_mem_bytes"] > 0).all()
     fixes = set(frame[frame.section == "fixes"].config)
     if record.provenance.backend == "cuda":
-        assert fixes == {"graph", "eager", "frozen_broadphase"}
+        assert fixes == {"graph", "eager", "frozen_broadphase", "buffer_syncs"}
         assert record.summary["fixes.graph.n256.graph_captured"] is True
+        assert record.summary["fixes.buffer_syncs.n256.graph_captured"] is True
+        assert "ratio.sync_free_over_buffer_syncs.n256" in record.summary
         assert record.summary["fixes.eager.n256.graph_captured"] is False
         assert "ratio.eager_over_graph.n256" in record.summary
     else:

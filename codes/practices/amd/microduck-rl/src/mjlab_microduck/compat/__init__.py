@@ -9,6 +9,9 @@ hip_stepping    eager stepping on HIP: ``WP_HIP_GRAPH_ENABLE=0`` default, mjlab 
 broadphase      a fresh broadphase every HIP step, whatever shape the ROCm fork's cache takes;
                 reports no cache / disabled / neutralised / unrecognised
 render_textures skip texture creation for raycast-only render contexts on HIP
+buffer_syncs    mjlab's delay buffers without host syncs (every backend; the same values): on a
+                GPU each sync stops the CPU queueing work, and the actuator delay runs in the
+                physics loop
 =============== ==============================================================================
 
 ``install_all()`` is called when :mod:`mjlab_microduck` is imported. Every path that builds a
@@ -24,7 +27,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mjlab_microduck.compat import broadphase, hip_stepping, render_textures, warp_alias
+from mjlab_microduck.compat import (
+    broadphase,
+    buffer_syncs,
+    hip_stepping,
+    render_textures,
+    warp_alias,
+)
 from mjlab_microduck.compat._hook import HookStatus
 
 if TYPE_CHECKING:
@@ -33,7 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["HookStatus", "install_all", "uninstall_all", "report", "report_frame"]
 
 # Installation order matters only for readability of the report; the hooks are independent.
-_HOOKS = (warp_alias, hip_stepping, broadphase, render_textures)
+_HOOKS = (warp_alias, hip_stepping, broadphase, render_textures, buffer_syncs)
 
 
 def install_all() -> list[HookStatus]:

@@ -625,7 +625,10 @@ def derived_ratios(rows: Sequence[Row]) -> dict[str, float]:
     * ``ratio.eager_over_graph.n<N>``: throughput kept with graph capture off (HIP fix);
     * ``ratio.per_step_over_frozen.n<N>``: throughput kept with a per-step broadphase compared
       with the frozen (cached) list; ``1 - ratio`` bounds what the ROCm cache saved;
-    * ``ratio.per_step_over_fork_cache.n<N>``: the same against the ROCm fork's own cache (HIP).
+    * ``ratio.per_step_over_fork_cache.n<N>``: the same against the ROCm fork's own cache (HIP);
+    * ``ratio.sync_free_over_buffer_syncs.n<N>``: throughput of the backend's default stepping
+      (``graph`` where it was measured, else ``eager``) over the same with mjlab's own,
+      host-syncing delay buffers; above 1 is what the ``buffer_syncs`` hook buys.
     """
     index = {(r.section, r.config, r.metric, r.num_envs): r for r in rows}
     sizes = sorted({r.num_envs for r in rows})
@@ -638,6 +641,8 @@ def derived_ratios(rows: Sequence[Row]) -> dict[str, float]:
             "per_step_over_frozen": (("fixes", "eager"), ("fixes", "frozen_broadphase")),
             "per_step_over_fork_cache": (("fixes", "eager"), ("fixes", "fork_cache")),
         }
+        default = "graph" if ("fixes", "graph", metric, n) in index else "eager"
+        pairs["sync_free_over_buffer_syncs"] = (("fixes", default), ("fixes", "buffer_syncs"))
         for name, ((s1, c1), (s2, c2)) in pairs.items():
             value = _ratio(index.get((s1, c1, metric, n)), index.get((s2, c2, metric, n)))
             if value is not None:
@@ -721,16 +726,21 @@ class FixCase:
     """One configuration of the ``fixes`` section."""
 
     name: str
-    mode: str  # stock | veto_graph | frozen_fault | fork_cache
+    mode: str  # stock | veto_graph | frozen_fault | fork_cache | buffer_syncs
     task: str
     description: str
+    graph: bool = False  # whether mjlab captures its physics graphs in this case
 
 
-def fix_plan(backend: str, broadphase_fix_active: bool) -> tuple[list[FixCase], dict[str, str]]:
+def fix_plan(
+    backend: str, broadphase_fix_active: bool, buffer_fix_active: bool = True
+) -> tuple[list[FixCase], dict[str, str]]:
     """The cases that can run on ``backend`` and, for the others, why not.
 
     ``eager`` is always the per-step-broadphase, no-graph case that the ROCm fixes produce, so
-    every ratio compares against it.
+    the broadphase and graph ratios compare against it. ``buffer_syncs`` (last) is the default
+    stepping of the backend with mjlab's own delay buffers, whose host syncs the
+    ``buffer_syncs`` hook removes; it runs only where that hook is active.
     """
     frozen = FixCase(
         "frozen_broadphase", "frozen_fault", UNGUARDED_TASK_ID,
@@ -744,7 +754,8 @@ def fix_plan(backend: str, broadphase_fix_active: bool) -> tuple[list[FixCase], 
         skipped["fork_cache"] = "no cached broadphase outside the ROCm fork; the fault stands in"
     elif backend == "cuda":
         cases = [
-            FixCase("graph", "stock", TASK_ID, "stock mjlab: step/forward/reset captured"),
+            FixCase("graph", "stock", TASK_ID, "stock mjlab: step/forward/reset captured",
+                    graph=True),  # fmt: skip
             FixCase("eager", "veto_graph", TASK_ID, "graph capture vetoed: eager as on HIP"),
             frozen,
         ]
@@ -769,6 +780,18 @@ def fix_plan(backend: str, broadphase_fix_active: bool) -> tuple[list[FixCase], 
         skipped["frozen_broadphase"] = "on HIP the fork's own cache is measured instead"
     else:
         raise ValueError(f"unknown backend {backend!r}")
+    default = cases[0]
+    if buffer_fix_active:
+        cases.append(
+            FixCase(
+                "buffer_syncs", "buffer_syncs", TASK_ID,
+                f"mjlab's own delay buffers (a host sync per append and per read), otherwise "
+                f"as {default.name}",
+                graph=default.graph,
+            )
+        )  # fmt: skip
+    else:
+        skipped["buffer_syncs"] = "the buffer_syncs hook is not active, so every case has them"
     return cases, skipped
 
 
@@ -796,6 +819,14 @@ def fix_context(case: FixCase) -> Iterator[None]:
             yield
         finally:
             broadphase.install()
+    elif case.mode == "buffer_syncs":
+        from mjlab_microduck.compat import buffer_syncs
+
+        buffer_syncs.uninstall()
+        try:
+            yield
+        finally:
+            buffer_syncs.install()
     else:
         raise ValueError(f"unknown fix mode {case.mode!r}")
 
@@ -1147,10 +1178,16 @@ def _broadphase_fix_active() -> bool:
     return broadphase.status().active
 
 
+def _buffer_fix_active() -> bool:
+    from mjlab_microduck.compat import buffer_syncs
+
+    return buffer_syncs.status().active
+
+
 def _run_fixes(ctx: _Ctx) -> None:
     req = ctx.request
     backend = backend_of.warp_backend(req.device)
-    cases, skipped = fix_plan(backend, _broadphase_fix_active())
+    cases, skipped = fix_plan(backend, _broadphase_fix_active(), _buffer_fix_active())
     ctx.results.extra["fixes.backend"] = backend
     for name, reason in skipped.items():
         ctx.results.extra[f"fixes.skipped.{name}"] = reason
@@ -1164,9 +1201,9 @@ def _run_fixes(ctx: _Ctx) -> None:
                     with _quiet(ctx.log):
                         env = build_env(case.task, n, req.device, req.seed)
                     captured = _graph_captured(env)
-                    if case.name == "graph" and not captured:
+                    if case.graph and not captured:
                         raise RuntimeError("mjlab did not capture a graph on this device")
-                    if case.name != "graph" and captured:
+                    if not case.graph and captured:
                         raise RuntimeError("a graph was captured where eager stepping was asked")
                     stats = _measure_zero_action(ctx, env)
                     if case.mode == "frozen_fault":
