@@ -44,6 +44,29 @@ def test_measurement_table_keeps_the_measured_sections_and_marks_missing_memory(
     assert table.loc[0, "median"] == 1000.0  # rounded to 3 decimals
 
 
+def _launches(n=16):
+    values = {  # part: (operators, host reads, host reads with mjlab's delay buffers)
+        "physics_substeps": (0.0, 0.0, 0.0), "scene_update": (275.6, 0.0, 8.75),
+        "rewards": (408.0, 0.0, 0.0), "other": (30.0, 5.0, 5.0), "total": (713.6, 5.0, 13.75),
+    }  # fmt: skip
+    return pd.DataFrame([
+        {"section": "launches", "config": part, "metric": metric, "num_envs": n, "median": v}
+        for part, triple in values.items()
+        for metric, v in zip(bench_pages.LAUNCH_COLUMNS, triple, strict=True)
+    ])  # fmt: skip
+
+
+def test_launch_table_in_loop_order_without_empty_parts():
+    frame = pd.concat([_frame(), _launches(16), _launches(64)])
+    table = bench_pages.launch_table(frame, 16)
+    assert list(table.index) == ["scene_update", "rewards", "other", "total"]
+    assert list(table.columns) == list(bench_pages.LAUNCH_COLUMNS.values())
+    assert table.loc["scene_update", "host reads, mjlab's delay buffers"] == 8.8
+    assert table.loc["total", "PyTorch operators"] == 713.6
+    with pytest.raises(ValueError, match="no launches section at 4 envs"):
+        bench_pages.launch_table(frame, 4)
+
+
 def test_ratio_table_and_ratio_value_read_the_derived_ratios():
     records_ = [_record(summary={"ratio.eager_over_graph.n4096": 0.5,
                                  "ratio.eager_over_graph.n256": 0.25, "other": 1}),

@@ -11,6 +11,7 @@ from mjlab.utils.buffers import DelayBuffer
 from mjlab.utils.buffers.circular_buffer import CircularBuffer
 
 from mjlab_microduck.compat import _hook, buffer_syncs
+from mjlab_microduck.runtime.dispatch_count import host_reads
 
 # mjlab's own methods, under the hook if importing the tasks installed it.
 MJLAB_APPEND = _hook.unwrap_ours(CircularBuffer.__dict__["append"])
@@ -74,11 +75,11 @@ def test_mjlab_asks_the_host_and_the_fix_does_not(mjlab_buffer):
             buffer.append(torch.randn(8, 4))
             buffer.compute()
 
-    assert buffer_syncs.host_reads(delayed_reads) == 10  # one per append, one per read
+    assert host_reads(delayed_reads) == 10  # one per append, one per read
     status = buffer_syncs.install()
     assert status.active and status.details["host_reads_after"] == 0
     assert status.details["host_reads_before"] > 0
-    assert buffer_syncs.host_reads(delayed_reads) == 0
+    assert host_reads(delayed_reads) == 0
     assert buffer_syncs.status().details["appends"] == 5
 
 
@@ -168,10 +169,10 @@ def test_walker_steps_the_same_with_fewer_host_syncs(mjlab_buffer):
     os.environ.pop(buffer_syncs.ENV_VAR, None)
     with cpu_env(WALKER, 4, seed=3) as env:
         theirs = _steps(env, 12)
-        own_reads = buffer_syncs.host_reads(lambda: _steps(env, 2))
+        own_reads = host_reads(lambda: _steps(env, 2))
     assert buffer_syncs.install().active
     with cpu_env(WALKER, 4, seed=3) as env:
         ours = _steps(env, 12)
-        fixed_reads = buffer_syncs.host_reads(lambda: _steps(env, 2))
+        fixed_reads = host_reads(lambda: _steps(env, 2))
     assert all(torch.equal(a, b) for a, b in zip(theirs, ours, strict=True))
     assert own_reads - fixed_reads >= 2 * 14, (own_reads, fixed_reads)

@@ -368,6 +368,24 @@ def _row(section, config, metric, n, value, unit="steps/s", peak=None):
     return bench.Row(section, config, metric, n, bench.Stats.from_samples([value]), unit, peak)
 
 
+def test_launch_rows_per_step_with_other_and_total():
+    samples = [
+        bench.IterationSample(1.0, 0.5, 2.0, {"ops/rewards": 48.0, "ops/other": 24.0,
+                                               "reads/rewards": 24.0}),
+        bench.IterationSample(1.0, 0.5, 2.0, {"ops/rewards": 24.0, "ops/other": 24.0}),
+    ]  # fmt: skip
+    rows = {r.label: r for r in bench.launch_rows(samples, 24, ["rewards", "events"])}
+    assert list(rows) == ["rewards", "events", bench.OTHER, "total"]
+    assert rows["rewards"].ops_per_step.median == 1.5
+    assert (rows["rewards"].host_reads_per_step.min, rows["rewards"].host_reads_per_step.max) == (
+        0.0, 1.0,
+    )  # fmt: skip
+    assert rows["events"].ops_per_step.max == 0.0
+    assert (rows["total"].ops_per_step.min, rows["total"].ops_per_step.max) == (2.0, 3.0)
+    with pytest.raises(ValueError):
+        bench.launch_rows([], 24, ["rewards"])
+
+
 def test_ratios_and_summary_from_rows():
     rows = [
         _row("physics", "zero_action", "env_steps_per_s", 256, 40_000.0),
@@ -483,14 +501,15 @@ def test_buffer_syncs_case_puts_mjlab_buffer_back_only_inside():
     from mjlab.utils.buffers.circular_buffer import CircularBuffer
 
     from mjlab_microduck.compat import buffer_syncs
+    from mjlab_microduck.runtime.dispatch_count import host_reads
 
     assert buffer_syncs.status().active
     case = bench.fix_plan("cpu", False)[0][-1]
     with bench.fix_context(case):
         assert not buffer_syncs.status().active
-        assert buffer_syncs.host_reads(lambda: CircularBuffer(2, 3, "cpu").append(torch.ones(3)))
+        assert host_reads(lambda: CircularBuffer(2, 3, "cpu").append(torch.ones(3)))
     assert buffer_syncs.status().active
-    assert not buffer_syncs.host_reads(lambda: CircularBuffer(2, 3, "cpu").append(torch.ones(3)))
+    assert not host_reads(lambda: CircularBuffer(2, 3, "cpu").append(torch.ones(3)))
 
 
 def test_frozen_case_switches_the_fault_on_only_inside():
@@ -510,6 +529,7 @@ def test_default_requests_match_the_issue_matrix():
     quick = bench.default_request("cpu", quick=True)
     assert quick.physics_envs == (4, 16) and quick.training_envs == (16,)
     assert quick.training_iterations == 1 and quick.breakdown_envs == (16,)
+    assert quick.launches_envs == (4,) and gpu.launches_envs == (4096,)
     cpu = bench.default_request("cpu")
     assert cpu.physics_envs == (16, 64)
     assert bench.default_request("cpu", repeats=9, physics_envs=None).repeats == 9
@@ -587,7 +607,7 @@ def _check_quick_outputs(run_dir: Path, record: records.RunRecord, physics_sizes
     records.verify_artifacts(record, run_dir)
     frame = bench.load_csv(run_dir / bench.CSV_FILENAME)
     assert set(frame["section"]) == set(bench.SECTIONS)
-    assert (frame["median"] > 0).all()
+    assert (frame[frame.section != "launches"]["median"] > 0).all()  # counts may be 0
     assert (frame["min"] <= frame["p25"]).all() and (frame["p25"] <= frame["median"]).all()
     assert (frame["median"] <= frame["p75"]).all() and (frame["p75"] <= frame["max"]).all()
     physics = frame[frame.section == "physics"]
@@ -610,12 +630,29 @@ def _check_quick_outputs(run_dir: Path, record: records.RunRecord, physics_sizes
     assert len(shares) == len(labels)
     assert sum(shares.values()) == pytest.approx(100.0, abs=0.01)
     assert all(value >= 0 for value in shares.values())
+    _check_launches(frame[frame.section == "launches"], labels)
     assert record.summary["errors"] == 0
     loaded, combined = bench.load_runs([run_dir])
     assert [r.run_id for r in loaded] == [record.run_id] and len(combined) == len(frame)
     breakdown_sizes = record.config["breakdown_envs"]
     assert list(bench.breakdown_shares(record.summary, breakdown_sizes[0])) == labels
     return frame
+
+
+def _check_launches(launches, labels) -> None:
+    """Counts per env step: the parts add up to the total; the physics substeps are Warp's,
+    not PyTorch's; mjlab's own delay buffers read back twice per physics substep (actuators)
+    and twice per delayed actor observation, and the fix reads none of that back."""
+    table = launches.pivot(index="config", columns="metric", values="median")
+    assert set(table.index) == {*labels, "total"}
+    for metric in ("ops_per_step", "host_reads_per_step", "host_reads_per_step_mjlab_buffers"):
+        assert table.loc[labels, metric].sum() == pytest.approx(table.loc["total", metric])
+    assert table.loc["physics_substeps", "ops_per_step"] == 0
+    assert table.loc["rewards", "ops_per_step"] > 100
+    assert table.loc["scene_update", "host_reads_per_step"] == 0
+    assert table.loc["scene_update", "host_reads_per_step_mjlab_buffers"] >= 8
+    assert table.loc["observations", "host_reads_per_step"] == 0
+    assert table.loc["observations", "host_reads_per_step_mjlab_buffers"] >= 6
 
 
 def _quick_cpu_run(out: Path) -> tuple[Path, records.RunRecord]:

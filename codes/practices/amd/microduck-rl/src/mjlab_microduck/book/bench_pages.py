@@ -2,9 +2,9 @@
 
 Problem it solves: chapter 9 reads the recorded GPU matrix (``book/results/bench_h200*``) and a
 live ``--quick`` run and shows the same views of both: throughput against env count, one line
-per measurement, the derived ratios, the breakdown of one iteration, and the recorded training
-throughput beside the R9700 reference. The page calls these functions, so what a reader types
-is what builds the page.
+per measurement, the derived ratios, the breakdown of one iteration, the operators and host
+reads per env step, and the recorded training throughput beside the R9700 reference. The page
+calls these functions, so what a reader types is what builds the page.
 """
 
 from __future__ import annotations
@@ -52,6 +52,29 @@ def measurement_table(frame: pd.DataFrame) -> pd.DataFrame:
     for column in ("median", "p25", "p75", "min", "max"):
         keep[column] = keep[column].round(3)
     return keep[list(MEASUREMENT_COLUMNS)].reset_index(drop=True)
+
+
+LAUNCH_COLUMNS = {
+    "ops_per_step": "PyTorch operators",
+    "host_reads_per_step": "host reads",
+    "host_reads_per_step_mjlab_buffers": "host reads, mjlab's delay buffers",
+}
+"""The launches section's metrics, as the columns of :func:`launch_table` (per env step)."""
+
+
+def launch_table(frame: pd.DataFrame, num_envs: int) -> pd.DataFrame:
+    """Per part of the loop, PyTorch operators and host reads per env step at ``num_envs``
+    (the ``launches`` section), in the breakdown's order with ``other`` and ``total`` last;
+    parts that dispatch no operator and read nothing are left out."""
+    rows = frame[(frame.section == "launches") & (frame.num_envs == num_envs)]
+    if rows.empty:
+        raise ValueError(f"no launches section at {num_envs} envs in this run")
+    table = rows.pivot(index="config", columns="metric", values="median")
+    order = [c.label for c in bench.BREAKDOWN_COMPONENTS] + [bench.OTHER, "total"]
+    table = table.reindex([label for label in order if label in table.index])
+    table = table[[m for m in LAUNCH_COLUMNS if m in table.columns]].rename(columns=LAUNCH_COLUMNS)
+    table.index.name = f"per env step, {num_envs} envs"
+    return table[(table > 0).any(axis=1)].round(1)
 
 
 def ratio_table(bench_records: Sequence[records.RunRecord]) -> pd.DataFrame:

@@ -30,13 +30,13 @@ FACTOR = 2.0
 BUDGETS_S: Mapping[str, float] = {
     "01_setup": 30,
     "02_compat_fixes": 40,
-    "03_smoke_training": 35,
+    "03_smoke_training": 30,
     "04_train_500": 25,
     "05_resume_1500": 30,
     "06_replay": 200,
     "07_discarded_experiment": 35,
     "08_runtime_pitfalls": 10,
-    "09_performance": 25,
+    "09_performance": 30,
     "10_multi_gpu": 40,
     "11_time_to_walk": 10,
 }

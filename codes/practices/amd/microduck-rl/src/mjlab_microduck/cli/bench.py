@@ -16,8 +16,8 @@ import sys
 from mjlab_microduck.cli._common import finish_run, parse, run_command
 
 DESCRIPTION = (
-    "Benchmark the MicroDuck task (physics, PPO training, ROCm fix costs, step breakdown) and"
-    " write a run record plus bench.csv."
+    "Benchmark the MicroDuck task (physics, PPO training, fix costs, step breakdown, launches"
+    " and host reads per step) and write a run record plus bench.csv."
 )
 
 

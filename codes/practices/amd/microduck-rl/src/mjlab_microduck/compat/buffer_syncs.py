@@ -31,18 +31,10 @@ from typing import Any
 
 from mjlab_microduck.compat import _hook
 from mjlab_microduck.compat._hook import HookStatus
+from mjlab_microduck.runtime.dispatch_count import host_reads
 
 FIX = "buffer_syncs"
 ENV_VAR = "MICRODUCK_SYNC_FREE_BUFFERS"
-
-# ATen operators that hand a tensor's value to Python (or size an output by its values): on a
-# GPU each makes the CPU wait for the device.
-HOST_READS = frozenset({
-    "aten.is_nonzero.default",
-    "aten._local_scalar_dense.default",
-    "aten.item.default",
-    "aten.nonzero.default",
-})  # fmt: skip
 
 _state = _hook.HookState(FIX, {"appends": 0, "reads": 0})
 _patches = _state.patches
@@ -88,24 +80,6 @@ def read(self: Any, key: Any) -> Any:
         raise ValueError(f"Expected {self._batch_size} lags, got {key.numel()}")
     valid = torch.minimum(key, self._num_pushes.clamp_min(1) - 1).clamp_min(0)
     return self._buffer[torch.remainder(self._pointer - valid, self._max_len), self._all_indices]
-
-
-def host_reads(run: Callable[[], Any]) -> int:
-    """How many times ``run()`` hands a tensor value to Python (:data:`HOST_READS`), counted at
-    PyTorch's dispatcher, so on a CPU too: each is a host sync on a GPU."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Count(TorchDispatchMode):
-        reads = 0
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
-            if str(func) in HOST_READS:
-                Count.reads += 1
-            return func(*args, **(kwargs or {}))
-
-    with Count():
-        run()
-    return Count.reads
 
 
 def _exercise(buffer_cls: type, append_fn: Callable, read_fn: Callable) -> list[Any]:

@@ -10,7 +10,10 @@ about noise. This module measures, for ``Mjlab-Velocity-Flat-MicroDuck`` on one 
 ``fixes``     what each ROCm fix costs where it can run: eager stepping against mjlab's graph
               capture, and the per-step broadphase against a cached (frozen) candidate list;
 ``breakdown`` where one env step's time goes: physics substeps, mjlab's managers, policy
-              inference, the PPO update, and an "other" row so the shares sum to 100 %.
+              inference, the PPO update, and an "other" row so the shares sum to 100 %;
+``launches``  per part of the same loop, the PyTorch operators an env step dispatches (each a
+              kernel launch on a GPU) and those that read a value back to the host (each a
+              host sync), with mjlab's own delay buffers too; counts, the same on every backend.
 
 Every measurement happens after a warm-up (kernel compilation and graph capture excluded), with
 the device synchronised before each clock read, over several repeats, and is reported as the
@@ -58,8 +61,9 @@ from mjlab_microduck.jobs import stopping
 from mjlab_microduck.runs import liveness, names, records
 from mjlab_microduck.runs.names import TASK_ID, UNGUARDED_TASK_ID
 from mjlab_microduck.runtime import backend as backend_of
+from mjlab_microduck.runtime.dispatch_count import DispatchCounter
 
-SECTIONS = ("physics", "training", "fixes", "breakdown")
+SECTIONS = ("physics", "training", "fixes", "breakdown", "launches")
 CSV_FILENAME = "bench.csv"
 LOG_FILENAME = "bench.log"
 CSV_COLUMNS = (
@@ -239,7 +243,7 @@ class IterationTimer:
         self,
         clock: Clock = time.perf_counter,
         sync: Sync = _no_sync,
-        sections: SectionTimer | None = None,
+        sections: SectionTimer | DispatchCounter | None = None,
     ) -> None:
         self.clock = clock
         self.sync = sync
@@ -321,7 +325,7 @@ def measure_training(
     warmup: int = 1,
     clock: Clock = time.perf_counter,
     sync: Sync = _no_sync,
-    sections: SectionTimer | None = None,
+    sections: SectionTimer | DispatchCounter | None = None,
 ) -> list[IterationSample]:
     """Run ``warmup + iterations`` PPO iterations in one ``runner.learn`` call and return the
     timed samples of the last ``iterations``.
@@ -420,13 +424,15 @@ def measure_breakdown(
     clock: Clock = time.perf_counter,
     sync: Sync = _no_sync,
     components: Sequence[Component] = BREAKDOWN_COMPONENTS,
+    sections: SectionTimer | DispatchCounter | None = None,
 ) -> tuple[list[IterationSample], list[str]]:
-    """Training iterations with every component's methods wrapped in synchronised timers.
+    """Training iterations with every component's methods wrapped in synchronised timers (or
+    in ``sections``, a :class:`DispatchCounter` counting inside its ``with`` block).
 
     ``env`` is the unwrapped mjlab env. Returns the measured samples (``sections`` filled) and
     the ``path.method`` targets that did not exist (left out, their time lands in "other").
     """
-    timer = SectionTimer(clock, sync)
+    timer = sections if sections is not None else SectionTimer(clock, sync)
     roots = {"env": env, "runner": runner}
     missing: list[str] = []
     patches = _hook.PatchSet()
@@ -486,6 +492,37 @@ def breakdown_rows(
         rows.append(row(label, [s.sections.get(label, 0.0) for s in samples]))
     rows.append(row(OTHER, [s.total_s - sum(s.sections.values()) for s in samples]))
     return rows
+
+
+@dataclass(frozen=True)
+class LaunchRow:
+    """A part's PyTorch operators and host reads per env step (``total``: the whole step)."""
+
+    label: str
+    ops_per_step: Stats
+    host_reads_per_step: Stats
+
+
+def launch_rows(
+    samples: Sequence[IterationSample], steps_per_iteration: int, labels: Sequence[str]
+) -> list[LaunchRow]:
+    """Per-part rows from iterations counted by a :class:`DispatchCounter`, then ``other``
+    (outside every part) and ``total``."""
+    if not samples:
+        raise ValueError("no counted iterations")
+
+    def per_step(kind: str, label: str | None) -> Stats:
+        return Stats.from_samples([
+            sum(v for k, v in s.sections.items() if k.startswith(f"{kind}/"))
+            / steps_per_iteration if label is None
+            else s.sections.get(f"{kind}/{label}", 0.0) / steps_per_iteration
+            for s in samples
+        ])  # fmt: skip
+
+    return [
+        LaunchRow(label, per_step("ops", label), per_step("reads", label))
+        for label in [*labels, OTHER]
+    ] + [LaunchRow("total", per_step("ops", None), per_step("reads", None))]
 
 
 # ============================================================================ results
@@ -856,6 +893,8 @@ class BenchRequest:
     """env counts of the fixes section"""
     breakdown_envs: tuple[int, ...] = (16,)
     """env counts of the breakdown section"""
+    launches_envs: tuple[int, ...] = (16,)
+    """env counts of the launches section (one counted PPO iteration after one warm-up)"""
     warmup_steps: int = 5
     """untimed env steps before physics/fixes timing"""
     repeats: int = 5
@@ -892,6 +931,7 @@ class BenchRequest:
             "--training-envs", *map(str, self.training_envs),
             "--fixes-envs", *map(str, self.fixes_envs),
             "--breakdown-envs", *map(str, self.breakdown_envs),
+            "--launches-envs", *map(str, self.launches_envs),
             "--warmup-steps", str(self.warmup_steps), "--repeats", str(self.repeats),
             "--steps-per-repeat", str(self.steps_per_repeat),
             "--training-warmup", str(self.training_warmup),
@@ -911,23 +951,24 @@ class BenchRequest:
 _PLANS: dict[tuple[str, bool], dict[str, Any]] = {
     ("gpu", False): dict(
         physics_envs=(64, 256, 1024, 4096, 8192), training_envs=(256, 4096),
-        fixes_envs=(256, 4096), breakdown_envs=(256,), warmup_steps=20, repeats=5,
+        fixes_envs=(256, 4096), breakdown_envs=(256,), launches_envs=(4096,), warmup_steps=20,
+        repeats=5,
         steps_per_repeat=50, training_warmup=2, training_iterations=10, breakdown_warmup=2,
         breakdown_iterations=5,
     ),
     ("gpu", True): dict(
         physics_envs=(64, 256), training_envs=(256,), fixes_envs=(256,), breakdown_envs=(256,),
-        warmup_steps=5, repeats=3, steps_per_repeat=20, training_warmup=1,
+        launches_envs=(256,), warmup_steps=5, repeats=3, steps_per_repeat=20, training_warmup=1,
         training_iterations=1, breakdown_warmup=1, breakdown_iterations=1,
     ),
     ("cpu", False): dict(
         physics_envs=(16, 64), training_envs=(64,), fixes_envs=(16,), breakdown_envs=(16,),
-        warmup_steps=5, repeats=5, steps_per_repeat=20, training_warmup=1,
+        launches_envs=(16,), warmup_steps=5, repeats=5, steps_per_repeat=20, training_warmup=1,
         training_iterations=3, breakdown_warmup=1, breakdown_iterations=2,
     ),
     ("cpu", True): dict(
         physics_envs=(4, 16), training_envs=(16,), fixes_envs=(4,), breakdown_envs=(16,),
-        warmup_steps=2, repeats=3, steps_per_repeat=5, training_warmup=1,
+        launches_envs=(4,), warmup_steps=2, repeats=3, steps_per_repeat=5, training_warmup=1,
         training_iterations=1, breakdown_warmup=1, breakdown_iterations=1,
     ),
 }  # fmt: skip
@@ -951,7 +992,7 @@ def validate(request: BenchRequest) -> BenchRequest:
             f"--sections: unknown {', '.join(unknown) or '(none given)'}; "
             f"choose from {', '.join(SECTIONS)}"
         )
-    for section in ("physics", "training", "fixes", "breakdown"):
+    for section in SECTIONS:
         sizes = getattr(request, f"{section}_envs")
         if not sizes or any(n < 1 for n in sizes):
             raise ValueError(f"--{section}-envs {list(sizes)}: env counts are positive integers")
@@ -1276,11 +1317,59 @@ def _run_breakdown(ctx: _Ctx) -> None:
             ctx.say(f"breakdown n={n}: FAILED {_one_line(err)}")
 
 
+def _run_launches(ctx: _Ctx) -> None:
+    req = ctx.request
+    labels = [c.label for c in BREAKDOWN_COMPONENTS]
+    backend = backend_of.warp_backend(req.device)
+    cases = fix_plan(backend, False, _buffer_fix_active())[0]
+    mjlab_buffers = next((c for c in cases if c.mode == "buffer_syncs"), None)
+    for n in req.launches_envs:
+        runner = None
+        try:
+            with _training_session(ctx, n) as runner:
+                steps_per_env = int(runner.cfg["num_steps_per_env"])
+                counted = {}
+                for variant, context in (
+                    ("as_installed", contextlib.nullcontext()),
+                    ("mjlab_buffers", fix_context(mjlab_buffers) if mjlab_buffers else None),
+                ):
+                    if context is None:
+                        continue
+                    counter = DispatchCounter()
+                    with context, _quiet(ctx.log), counter:
+                        samples, _ = measure_breakdown(
+                            runner, runner.env.unwrapped, iterations=1, warmup=1,
+                            sections=counter,
+                        )  # fmt: skip
+                    counted[variant] = launch_rows(samples, steps_per_env, labels)
+            for lrow in counted["as_installed"]:
+                ctx.results.rows.append(
+                    Row("launches", lrow.label, "ops_per_step", n, lrow.ops_per_step, "ops")
+                )
+                ctx.results.rows.append(Row("launches", lrow.label, "host_reads_per_step", n,
+                                            lrow.host_reads_per_step, "reads"))  # fmt: skip
+            for lrow in counted.get("mjlab_buffers", []):
+                ctx.results.rows.append(Row("launches", lrow.label,
+                                            "host_reads_per_step_mjlab_buffers", n,
+                                            lrow.host_reads_per_step, "reads"))  # fmt: skip
+            total = counted["as_installed"][-1]
+            ctx.say(
+                f"launches n={n}: {total.ops_per_step.median:.0f} PyTorch operators and "
+                f"{total.host_reads_per_step.median:.1f} host reads per env step"
+                + (f" ({counted['mjlab_buffers'][-1].host_reads_per_step.median:.1f} with "
+                   "mjlab's own delay buffers)" if "mjlab_buffers" in counted else "")
+            )  # fmt: skip
+        except Exception as err:  # noqa: BLE001
+            ctx.results.errors.append(f"launches n={n}: {_one_line(err)}")
+            ctx.say(f"launches n={n}: FAILED {_one_line(err)}")
+
+
 _SECTION_RUNNERS: dict[str, Callable[[_Ctx], None]] = {
     "physics": _run_physics,
     "training": _run_training,
     "fixes": _run_fixes,
     "breakdown": _run_breakdown,
+    "launches": _run_launches,
 }
 
 NOTES = (

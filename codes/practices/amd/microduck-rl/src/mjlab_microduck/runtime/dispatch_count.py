@@ -1,0 +1,95 @@
+"""Count the PyTorch operators code dispatches, and those that hand a value back to Python.
+
+Problem: on a GPU every PyTorch operator is a kernel the CPU launches, and an operator whose
+value Python needs (``.item()``, ``if tensor.any():``, ``nonzero``) is a host sync: the CPU
+stops queueing work until the GPU has caught up. Neither shows on a CPU's clock, yet both are
+the same on every backend, so a CPU can count them. They are counted at PyTorch's dispatcher
+(``TorchDispatchMode``), per labelled part of the code; Warp's kernels (MuJoCo Warp's physics)
+are not PyTorch operators and are not counted.
+
+No-op: importing this module does nothing (it imports nothing from the package, so the
+compatibility hooks can use it); counting happens only inside ``with DispatchCounter():``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+HOST_READS = frozenset({
+    "aten.is_nonzero.default",
+    "aten._local_scalar_dense.default",
+    "aten.item.default",
+    "aten.nonzero.default",
+})  # fmt: skip
+"""Operators that hand a tensor's value to Python (or size their output by its values)."""
+
+OTHER = "other"
+"""The label of what runs outside every labelled part."""
+
+
+class DispatchCounter:
+    """Operators and host reads per label, inside ``with counter:``.
+
+    :meth:`wrap` labels a function: what it dispatches counts for its label, except what a
+    labelled function called inside it dispatches (that counts for the inner label, as
+    :class:`mjlab_microduck.jobs.bench.SectionTimer` counts time). :meth:`take` returns the
+    counts since the last call, as ``{"ops/<label>": n, "reads/<label>": n}``.
+    """
+
+    def __init__(self) -> None:
+        self.ops: Counter[str] = Counter()
+        self.reads: Counter[str] = Counter()
+        self._labels: list[str] = []
+        self._mode: Any = None
+
+    def wrap(self, label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def labelled(*args: Any, **kwargs: Any) -> Any:
+            self._labels.append(label)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._labels.pop()
+
+        return labelled
+
+    def count(self, operator: str) -> None:
+        label = self._labels[-1] if self._labels else OTHER
+        self.ops[label] += 1
+        if operator in HOST_READS:
+            self.reads[label] += 1
+
+    def take(self) -> dict[str, float]:
+        counts = {f"ops/{k}": float(v) for k, v in self.ops.items()}
+        counts.update({f"reads/{k}": float(v) for k, v in self.reads.items()})
+        self.ops.clear()
+        self.reads.clear()
+        return counts
+
+    def __enter__(self) -> DispatchCounter:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        counter = self
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+                counter.count(str(func))
+                return func(*args, **(kwargs or {}))
+
+        self._mode = Mode()
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        mode, self._mode = self._mode, None
+        mode.__exit__(*exc)
+
+
+def host_reads(run: Callable[[], Any]) -> int:
+    """How many times ``run()`` hands a tensor's value to Python (:data:`HOST_READS`)."""
+    with DispatchCounter() as counter:
+        run()
+    return sum(counter.reads.values())
