@@ -61,6 +61,7 @@ def test_launch_table_in_loop_order_without_empty_parts():
     table = bench_pages.launch_table(frame, 16)
     assert list(table.index) == ["scene_update", "rewards", "other", "total"]
     assert list(table.columns) == list(bench_pages.LAUNCH_COLUMNS.values())
+    assert table.columns.name is None and table.index.name == "per env step, 16 envs"
     assert table.loc["scene_update", "host reads, mjlab's delay buffers"] == 8.8
     assert table.loc["total", "PyTorch operators"] == 713.6
     with pytest.raises(ValueError, match="no launches section at 4 envs"):

@@ -73,7 +73,7 @@ def launch_table(frame: pd.DataFrame, num_envs: int) -> pd.DataFrame:
     order = [c.label for c in bench.BREAKDOWN_COMPONENTS] + [bench.OTHER, "total"]
     table = table.reindex([label for label in order if label in table.index])
     table = table[[m for m in LAUNCH_COLUMNS if m in table.columns]].rename(columns=LAUNCH_COLUMNS)
-    table.index.name = f"per env step, {num_envs} envs"
+    table.index.name, table.columns.name = f"per env step, {num_envs} envs", None
     return table[(table > 0).any(axis=1)].round(1)
 
 
