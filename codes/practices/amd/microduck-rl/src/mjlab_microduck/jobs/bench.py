@@ -1318,47 +1318,43 @@ def _run_breakdown(ctx: _Ctx) -> None:
 
 
 def _run_launches(ctx: _Ctx) -> None:
+    """One counted PPO iteration per env count, as installed and, where the ``buffer_syncs``
+    hook is active, again with mjlab's own delay buffers (the same runner, warm)."""
     req = ctx.request
     labels = [c.label for c in BREAKDOWN_COMPONENTS]
-    backend = backend_of.warp_backend(req.device)
-    cases = fix_plan(backend, False, _buffer_fix_active())[0]
-    mjlab_buffers = next((c for c in cases if c.mode == "buffer_syncs"), None)
+    cases = fix_plan(backend_of.warp_backend(req.device), False, _buffer_fix_active())[0]
+    variants: dict[str, Callable[[], Any]] = {"": contextlib.nullcontext}
+    for case in cases:
+        if case.mode == "buffer_syncs":
+            variants["_mjlab_buffers"] = functools.partial(fix_context, case)
     for n in req.launches_envs:
-        runner = None
         try:
+            counted: dict[str, list[LaunchRow]] = {}
             with _training_session(ctx, n) as runner:
                 steps_per_env = int(runner.cfg["num_steps_per_env"])
-                counted = {}
-                for variant, context in (
-                    ("as_installed", contextlib.nullcontext()),
-                    ("mjlab_buffers", fix_context(mjlab_buffers) if mjlab_buffers else None),
-                ):
-                    if context is None:
-                        continue
+                for suffix, context in variants.items():
                     counter = DispatchCounter()
-                    with context, _quiet(ctx.log), counter:
+                    with context(), _quiet(ctx.log), counter:
                         samples, _ = measure_breakdown(
                             runner, runner.env.unwrapped, iterations=1, warmup=1,
                             sections=counter,
                         )  # fmt: skip
-                    counted[variant] = launch_rows(samples, steps_per_env, labels)
-            for lrow in counted["as_installed"]:
-                ctx.results.rows.append(
-                    Row("launches", lrow.label, "ops_per_step", n, lrow.ops_per_step, "ops")
-                )
-                ctx.results.rows.append(Row("launches", lrow.label, "host_reads_per_step", n,
-                                            lrow.host_reads_per_step, "reads"))  # fmt: skip
-            for lrow in counted.get("mjlab_buffers", []):
-                ctx.results.rows.append(Row("launches", lrow.label,
-                                            "host_reads_per_step_mjlab_buffers", n,
-                                            lrow.host_reads_per_step, "reads"))  # fmt: skip
-            total = counted["as_installed"][-1]
-            ctx.say(
-                f"launches n={n}: {total.ops_per_step.median:.0f} PyTorch operators and "
-                f"{total.host_reads_per_step.median:.1f} host reads per env step"
-                + (f" ({counted['mjlab_buffers'][-1].host_reads_per_step.median:.1f} with "
-                   "mjlab's own delay buffers)" if "mjlab_buffers" in counted else "")
-            )  # fmt: skip
+                    counted[suffix] = launch_rows(samples, steps_per_env, labels)
+            for suffix, rows in counted.items():
+                for lrow in rows:
+                    if not suffix:
+                        ctx.results.rows.append(Row("launches", lrow.label, "ops_per_step", n,
+                                                    lrow.ops_per_step, "ops"))  # fmt: skip
+                    ctx.results.rows.append(Row("launches", lrow.label,
+                                                f"host_reads_per_step{suffix}", n,
+                                                lrow.host_reads_per_step, "reads"))  # fmt: skip
+            reads = ", ".join(
+                f"{rows[-1].host_reads_per_step.median:.1f}"
+                + (" with mjlab's own delay buffers" if suffix else "")
+                for suffix, rows in counted.items()
+            )
+            ctx.say(f"launches n={n}: {counted[''][-1].ops_per_step.median:.0f} PyTorch "
+                    f"operators and host reads {reads} per env step")  # fmt: skip
         except Exception as err:  # noqa: BLE001
             ctx.results.errors.append(f"launches n={n}: {_one_line(err)}")
             ctx.say(f"launches n={n}: FAILED {_one_line(err)}")
