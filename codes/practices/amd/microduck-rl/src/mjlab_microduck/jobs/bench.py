@@ -1375,7 +1375,11 @@ NOTES = (
     "saving is switched off while timing. Breakdown timers synchronise around every wrapped "
     "call, so its per-step time is higher than the training section's. Fixes on CUDA: no "
     "cached broadphase exists, per-step is the stock path, and the frozen-broadphase fault "
-    "(unguarded task) is an upper bound of what the ROCm cache saved. Peak memory = torch peak "
+    "(unguarded task) is an upper bound of what the ROCm cache saved. Fixes case buffer_syncs: "
+    "the default stepping with mjlab's own delay buffers (a host sync per append and read). "
+    "Launches: PyTorch operators and host reads counted at the dispatcher in one PPO iteration "
+    "after one warm-up, per env step (the update's spread over the iteration's steps); Warp's "
+    "kernels are not PyTorch operators and are not counted. Peak memory = torch peak "
     "allocation + Warp mempool in use (n/a on CPU)."
 )
 
