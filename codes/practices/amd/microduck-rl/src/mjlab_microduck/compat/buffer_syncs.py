@@ -31,7 +31,7 @@ from typing import Any
 
 from mjlab_microduck.compat import _hook
 from mjlab_microduck.compat._hook import HookStatus
-from mjlab_microduck.runtime.dispatch_count import host_reads
+from mjlab_microduck.runtime.dispatch_count import DispatchCounter
 
 FIX = "buffer_syncs"
 ENV_VAR = "MICRODUCK_SYNC_FREE_BUFFERS"
@@ -110,12 +110,12 @@ def check(buffer_cls: type) -> tuple[bool, str, dict[str, Any]]:
     details: dict[str, Any] = {}
     counts_before = dict(_counts)  # the check's own calls are not the hook's work
     try:
-        details["host_reads_before"] = host_reads(
-            lambda: _exercise(buffer_cls, original_append, original_read)
-        )
-        details["host_reads_after"] = host_reads(lambda: _exercise(buffer_cls, append, read))
-        theirs = _exercise(buffer_cls, original_append, original_read)
-        ours = _exercise(buffer_cls, append, read)
+        with DispatchCounter() as counted_theirs:
+            theirs = _exercise(buffer_cls, original_append, original_read)
+        with DispatchCounter() as counted_ours:
+            ours = _exercise(buffer_cls, append, read)
+        details["host_reads_before"] = sum(counted_theirs.reads.values())
+        details["host_reads_after"] = sum(counted_ours.reads.values())
     except (AttributeError, TypeError, ValueError, RuntimeError, IndexError) as error:
         return False, f"mjlab's CircularBuffer has other internals ({error}); left as is", details
     finally:

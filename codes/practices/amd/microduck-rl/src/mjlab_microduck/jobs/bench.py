@@ -512,12 +512,12 @@ def launch_rows(
         raise ValueError("no counted iterations")
 
     def per_step(kind: str, label: str | None) -> Stats:
-        return Stats.from_samples([
-            sum(v for k, v in s.sections.items() if k.startswith(f"{kind}/"))
-            / steps_per_iteration if label is None
-            else s.sections.get(f"{kind}/{label}", 0.0) / steps_per_iteration
-            for s in samples
-        ])  # fmt: skip
+        def count(sample: IterationSample) -> float:
+            if label is None:  # the whole step: every part's count
+                return sum(v for k, v in sample.sections.items() if k.startswith(f"{kind}/"))
+            return sample.sections.get(f"{kind}/{label}", 0.0)
+
+        return Stats.from_samples([count(s) / steps_per_iteration for s in samples])
 
     return [
         LaunchRow(label, per_step("ops", label), per_step("reads", label))
@@ -857,15 +857,22 @@ def fix_context(case: FixCase) -> Iterator[None]:
         finally:
             broadphase.install()
     elif case.mode == "buffer_syncs":
-        from mjlab_microduck.compat import buffer_syncs
-
-        buffer_syncs.uninstall()
-        try:
+        with mjlab_buffers():
             yield
-        finally:
-            buffer_syncs.install()
     else:
         raise ValueError(f"unknown fix mode {case.mode!r}")
+
+
+@contextlib.contextmanager
+def mjlab_buffers() -> Iterator[None]:
+    """mjlab's own delay buffers inside (the ``buffer_syncs`` hook out), the hook back after."""
+    from mjlab_microduck.compat import buffer_syncs
+
+    buffer_syncs.uninstall()
+    try:
+        yield
+    finally:
+        buffer_syncs.install()
 
 
 @dataclass(frozen=True)
@@ -1322,11 +1329,9 @@ def _run_launches(ctx: _Ctx) -> None:
     hook is active, again with mjlab's own delay buffers (the same runner, warm)."""
     req = ctx.request
     labels = [c.label for c in BREAKDOWN_COMPONENTS]
-    cases = fix_plan(backend_of.warp_backend(req.device), False, _buffer_fix_active())[0]
     variants: dict[str, Callable[[], Any]] = {"": contextlib.nullcontext}
-    for case in cases:
-        if case.mode == "buffer_syncs":
-            variants["_mjlab_buffers"] = functools.partial(fix_context, case)
+    if _buffer_fix_active():
+        variants["_mjlab_buffers"] = mjlab_buffers
     for n in req.launches_envs:
         try:
             counted: dict[str, list[LaunchRow]] = {}
