@@ -11,7 +11,8 @@ import mjlab_microduck.tasks  # noqa: F401  (hooks first, then task registration
 from mjlab_microduck import compat
 from mjlab_microduck.compat import _hook, faults
 
-HOOKS = ["warp_alias", "hip_stepping", "broadphase", "render_textures", "buffer_syncs"]
+HOOKS = ["warp_alias", "hip_stepping", "broadphase", "render_textures", "buffer_syncs",
+         "quat_syncs"]
 FIXES = [*HOOKS, faults.FIX]
 
 

@@ -394,6 +394,7 @@ def test_ratios_and_summary_from_rows():
         _row("fixes", "eager", "env_steps_per_s", 256, 20_000.0),
         _row("fixes", "frozen_broadphase", "env_steps_per_s", 256, 25_000.0),
         _row("fixes", "buffer_syncs", "env_steps_per_s", 256, 32_000.0),  # against graph
+        _row("fixes", "quat_syncs", "env_steps_per_s", 256, 20_000.0),
         _row("fixes", "eager", "env_steps_per_s", 4096, 1.0),  # no partner: no ratio
         _row("fixes", "eager", "env_steps_per_s", 64, 3.0),
         _row("fixes", "buffer_syncs", "env_steps_per_s", 64, 2.0),  # no graph: against eager
@@ -405,6 +406,7 @@ def test_ratios_and_summary_from_rows():
         "ratio.per_step_over_frozen.n256": 0.8,
         "ratio.sync_free_over_buffer_syncs.n256": 1.25,
         "ratio.sync_free_over_buffer_syncs.n64": 1.5,
+        "ratio.sync_free_over_quat_syncs.n256": 2.0,
     }
     results = bench.BenchResults(rows=rows, extra={"fixes.backend": "cuda"}, errors=["x"])
     summary = results.summary()
@@ -412,7 +414,7 @@ def test_ratios_and_summary_from_rows():
     assert summary["physics.zero_action.n256.env_steps_per_s.p25"] == 40_000.0
     assert summary["ratio.eager_over_graph.n256"] == 0.5
     assert summary["fixes.backend"] == "cuda"
-    assert (summary["measurements"], summary["errors"]) == (9, 1)
+    assert (summary["measurements"], summary["errors"]) == (10, 1)
 
 
 def test_csv_round_trips_exactly_and_leaves_memory_blank_when_unknown(tmp_path):
@@ -460,7 +462,7 @@ def test_load_csv_rejects_a_foreign_csv(tmp_path):
 def test_fix_plan_per_backend():
     cpu, cpu_skipped = bench.fix_plan("cpu", broadphase_fix_active=False)
     assert [c.name for c in cpu] == ["eager", "frozen_broadphase", "buffer_syncs"]
-    assert set(cpu_skipped) == {"graph", "fork_cache"}
+    assert set(cpu_skipped) == {"graph", "fork_cache", "quat_syncs"}
     cuda, cuda_skipped = bench.fix_plan("cuda", broadphase_fix_active=False)
     assert [(c.name, c.mode, c.graph) for c in cuda] == [
         ("graph", "stock", True), ("eager", "veto_graph", False),
@@ -480,7 +482,12 @@ def test_fix_plan_per_backend():
         "hip", broadphase_fix_active=False, buffer_fix_active=False
     )
     assert [c.name for c in hip_plain] == ["eager"]
-    assert {"fork_cache", "buffer_syncs"} <= set(hip_plain_skipped)
+    assert {"fork_cache", "buffer_syncs", "quat_syncs"} <= set(hip_plain_skipped)
+    both, _ = bench.fix_plan("cuda", False, buffer_fix_active=True, quat_fix_active=True)
+    assert [(c.name, c.mode, c.graph) for c in both[-2:]] == [
+        ("buffer_syncs", "buffer_syncs", True), ("quat_syncs", "quat_syncs", True),
+    ]  # fmt: skip
+    assert both[-1].description.startswith("mjlab's own rotation-to-quaternion conversion")
     with pytest.raises(ValueError):
         bench.fix_plan("tpu", False)
 
@@ -510,6 +517,23 @@ def test_buffer_syncs_case_puts_mjlab_buffer_back_only_inside():
         assert host_reads(lambda: CircularBuffer(2, 3, "cpu").append(torch.ones(3)))
     assert buffer_syncs.status().active
     assert not host_reads(lambda: CircularBuffer(2, 3, "cpu").append(torch.ones(3)))
+
+
+def test_quat_syncs_case_puts_mjlab_conversion_back_only_inside():
+    import mjlab.entity.data as entity_data
+
+    from mjlab_microduck.compat import quat_syncs
+    from mjlab_microduck.runtime.dispatch_count import host_reads
+
+    assert quat_syncs.status().active
+    case = bench.fix_plan("cpu", False, quat_fix_active=True)[0][-1]
+    assert case.name == "quat_syncs"
+    matrices = torch.eye(3).expand(4, 3, 3)
+    with bench.fix_context(case):
+        assert not quat_syncs.status().active
+        assert host_reads(lambda: entity_data.quat_from_matrix(matrices))
+    assert quat_syncs.status().active
+    assert not host_reads(lambda: entity_data.quat_from_matrix(matrices))
 
 
 def test_frozen_case_switches_the_fault_on_only_inside():
@@ -710,7 +734,7 @@ def test_quick_run_on_cpu_writes_a_valid_record(tmp_path):
     assert record.provenance.backend == "cpu"
     assert frame["peak_mem_bytes"].isna().all()  # "n/a" on a CPU, never 0
     fixes = frame[frame.section == "fixes"]
-    assert sorted(fixes.config) == ["buffer_syncs", "eager", "frozen_broadphase"]
+    assert sorted(fixes.config) == ["buffer_syncs", "eager", "frozen_broadphase", "quat_syncs"]
     assert "ratio.per_step_over_frozen.n4" in record.summary
     assert record.summary["ratio.sync_free_over_buffer_syncs.n4"] > 0
     assert record.summary["fixes.frozen_broadphase.n4.frozen_calls"] > 0
@@ -733,7 +757,7 @@ def test_quick_run_on_gpu_measures_graph_and_eager(tmp_path):
     assert (frame["peak_mem_bytes"] > 0).all()
     fixes = set(frame[frame.section == "fixes"].config)
     if record.provenance.backend == "cuda":
-        assert fixes == {"graph", "eager", "frozen_broadphase", "buffer_syncs"}
+        assert fixes == {"graph", "eager", "frozen_broadphase", "buffer_syncs", "quat_syncs"}
         assert record.summary["fixes.graph.n256.graph_captured"] is True
         assert record.summary["fixes.buffer_syncs.n256.graph_captured"] is True
         assert "ratio.sync_free_over_buffer_syncs.n256" in record.summary

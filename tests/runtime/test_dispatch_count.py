@@ -47,3 +47,14 @@ def test_host_reads_counts_only_the_reads():
     x = torch.ones(4)
     assert host_reads(lambda: x + x) == 0
     assert host_reads(lambda: (x.sum().item(), bool(x.all()), x.nonzero())) == 3
+
+
+def test_boolean_mask_indexing_is_a_host_read_and_integer_indexing_is_not():
+    x = torch.arange(6.0)
+    mask = x > 2
+    ids = torch.tensor([0, 2])
+    assert host_reads(lambda: x[mask]) == 1
+    assert host_reads(lambda: x.clone().__setitem__(mask, 0.0)) == 1
+    assert host_reads(lambda: torch.masked_select(x, mask)) == 1
+    assert host_reads(lambda: (x[ids], x.clone().index_put_((ids,), torch.zeros(2)))) == 0
+    assert host_reads(lambda: torch.where(mask, x, 0.0)) == 0

@@ -12,6 +12,9 @@ render_textures skip texture creation for raycast-only render contexts on HIP
 buffer_syncs    mjlab's delay buffers without host syncs (every backend; the same values): on a
                 GPU each sync stops the CPU queueing work, and the actuator delay runs in the
                 physics loop
+quat_syncs      mjlab's rotation-matrix-to-quaternion conversion without boolean-mask indexing
+                (every backend; the same values): every site position and the feet's
+                terrain-height sensor go through it, so it synced after every physics step
 =============== ==============================================================================
 
 ``install_all()`` is called when :mod:`mjlab_microduck` is imported. Every path that builds a
@@ -31,6 +34,7 @@ from mjlab_microduck.compat import (
     broadphase,
     buffer_syncs,
     hip_stepping,
+    quat_syncs,
     render_textures,
     warp_alias,
 )
@@ -42,16 +46,32 @@ if TYPE_CHECKING:
 __all__ = ["HookStatus", "install_all", "uninstall_all", "report", "report_frame"]
 
 # Installation order matters only for readability of the report; the hooks are independent.
-_HOOKS = (warp_alias, hip_stepping, broadphase, render_textures, buffer_syncs)
+_HOOKS = (warp_alias, hip_stepping, broadphase, render_textures, buffer_syncs, quat_syncs)
+
+
+_installing = False
 
 
 def install_all() -> list[HookStatus]:
     """Install every fix whose condition holds (idempotent) and apply the fault-injection env
-    var. Returns one status per fix (plus the fault status when the fault is on)."""
+    var. Returns one status per fix (plus the fault status when the fault is on).
+
+    A hook that imports mjlab loads mjlab's task entry points, which import
+    :mod:`mjlab_microduck.tasks`, which calls this function again. That inner call returns the
+    statuses as they stand and leaves the installing to the outer one: installing from inside
+    would let the outer call check a hook against its own replacement and report it inactive.
+    """
+    global _installing
+    if _installing:
+        return [hook.status() for hook in _HOOKS]
     from mjlab_microduck.compat import cpu_flags, faults
 
-    cpu_flags.quiet_cpu_feature_warning()  # before the first CPU kernel is built
-    statuses = [hook.install() for hook in _HOOKS]
+    _installing = True
+    try:
+        cpu_flags.quiet_cpu_feature_warning()  # before the first CPU kernel is built
+        statuses = [hook.install() for hook in _HOOKS]
+    finally:
+        _installing = False
 
     fault = faults.install_from_env()
     if fault.active:

@@ -665,7 +665,9 @@ def derived_ratios(rows: Sequence[Row]) -> dict[str, float]:
     * ``ratio.per_step_over_fork_cache.n<N>``: the same against the ROCm fork's own cache (HIP);
     * ``ratio.sync_free_over_buffer_syncs.n<N>``: throughput of the backend's default stepping
       (``graph`` where it was measured, else ``eager``) over the same with mjlab's own,
-      host-syncing delay buffers; above 1 is what the ``buffer_syncs`` hook buys.
+      host-syncing delay buffers; above 1 is what the ``buffer_syncs`` hook buys;
+    * ``ratio.sync_free_over_quat_syncs.n<N>``: the same against mjlab's own, mask-indexing
+      rotation-to-quaternion conversion (the ``quat_syncs`` hook).
     """
     index = {(r.section, r.config, r.metric, r.num_envs): r for r in rows}
     sizes = sorted({r.num_envs for r in rows})
@@ -679,7 +681,8 @@ def derived_ratios(rows: Sequence[Row]) -> dict[str, float]:
             "per_step_over_fork_cache": (("fixes", "eager"), ("fixes", "fork_cache")),
         }
         default = "graph" if ("fixes", "graph", metric, n) in index else "eager"
-        pairs["sync_free_over_buffer_syncs"] = (("fixes", default), ("fixes", "buffer_syncs"))
+        for hook in SYNC_HOOKS:
+            pairs[f"sync_free_over_{hook}"] = (("fixes", default), ("fixes", hook))
         for name, ((s1, c1), (s2, c2)) in pairs.items():
             value = _ratio(index.get((s1, c1, metric, n)), index.get((s2, c2, metric, n)))
             if value is not None:
@@ -763,21 +766,32 @@ class FixCase:
     """One configuration of the ``fixes`` section."""
 
     name: str
-    mode: str  # stock | veto_graph | frozen_fault | fork_cache | buffer_syncs
+    mode: str  # stock | veto_graph | frozen_fault | fork_cache | buffer_syncs | quat_syncs
     task: str
     description: str
     graph: bool = False  # whether mjlab captures its physics graphs in this case
 
 
+SYNC_HOOKS = {
+    "buffer_syncs": "mjlab's own delay buffers (a host sync per append and per read)",
+    "quat_syncs": "mjlab's own rotation-to-quaternion conversion (two mask indexings per call)",
+}
+"""The hooks that remove host syncs on every backend, each measured by a fixes case of its name:
+the default stepping with that hook out."""
+
+
 def fix_plan(
-    backend: str, broadphase_fix_active: bool, buffer_fix_active: bool = True
+    backend: str,
+    broadphase_fix_active: bool,
+    buffer_fix_active: bool = True,
+    quat_fix_active: bool = False,
 ) -> tuple[list[FixCase], dict[str, str]]:
     """The cases that can run on ``backend`` and, for the others, why not.
 
     ``eager`` is always the per-step-broadphase, no-graph case that the ROCm fixes produce, so
-    the broadphase and graph ratios compare against it. ``buffer_syncs`` (last) is the default
-    stepping of the backend with mjlab's own delay buffers, whose host syncs the
-    ``buffer_syncs`` hook removes; it runs only where that hook is active.
+    the broadphase and graph ratios compare against it. The :data:`SYNC_HOOKS` cases (last) are
+    the default stepping of the backend with one of those hooks out; each runs only where its
+    hook is active.
     """
     frozen = FixCase(
         "frozen_broadphase", "frozen_fault", UNGUARDED_TASK_ID,
@@ -818,17 +832,13 @@ def fix_plan(
     else:
         raise ValueError(f"unknown backend {backend!r}")
     default = cases[0]
-    if buffer_fix_active:
-        cases.append(
-            FixCase(
-                "buffer_syncs", "buffer_syncs", TASK_ID,
-                f"mjlab's own delay buffers (a host sync per append and per read), otherwise "
-                f"as {default.name}",
-                graph=default.graph,
-            )
-        )  # fmt: skip
-    else:
-        skipped["buffer_syncs"] = "the buffer_syncs hook is not active, so every case has them"
+    active = {"buffer_syncs": buffer_fix_active, "quat_syncs": quat_fix_active}
+    for hook, description in SYNC_HOOKS.items():
+        if active[hook]:
+            cases.append(FixCase(hook, hook, TASK_ID, f"{description}, otherwise as {default.name}",
+                                 graph=default.graph))  # fmt: skip
+        else:
+            skipped[hook] = f"the {hook} hook is not active, so every case has those syncs"
     return cases, skipped
 
 
@@ -856,23 +866,29 @@ def fix_context(case: FixCase) -> Iterator[None]:
             yield
         finally:
             broadphase.install()
-    elif case.mode == "buffer_syncs":
-        with mjlab_buffers():
+    elif case.mode in SYNC_HOOKS:
+        with hook_out(case.mode):
             yield
     else:
         raise ValueError(f"unknown fix mode {case.mode!r}")
 
 
 @contextlib.contextmanager
-def mjlab_buffers() -> Iterator[None]:
-    """mjlab's own delay buffers inside (the ``buffer_syncs`` hook out), the hook back after."""
-    from mjlab_microduck.compat import buffer_syncs
+def hook_out(name: str) -> Iterator[None]:
+    """mjlab's own code inside (the compat hook ``name`` out), the hook back after."""
+    import importlib
 
-    buffer_syncs.uninstall()
+    hook = importlib.import_module(f"mjlab_microduck.compat.{name}")
+    hook.uninstall()
     try:
         yield
     finally:
-        buffer_syncs.install()
+        hook.install()
+
+
+def mjlab_buffers() -> contextlib.AbstractContextManager[None]:
+    """mjlab's own delay buffers inside (the ``buffer_syncs`` hook out), the hook back after."""
+    return hook_out("buffer_syncs")
 
 
 @dataclass(frozen=True)
@@ -1232,10 +1248,18 @@ def _buffer_fix_active() -> bool:
     return buffer_syncs.status().active
 
 
+def _quat_fix_active() -> bool:
+    from mjlab_microduck.compat import quat_syncs
+
+    return quat_syncs.status().active
+
+
 def _run_fixes(ctx: _Ctx) -> None:
     req = ctx.request
     backend = backend_of.warp_backend(req.device)
-    cases, skipped = fix_plan(backend, _broadphase_fix_active(), _buffer_fix_active())
+    cases, skipped = fix_plan(
+        backend, _broadphase_fix_active(), _buffer_fix_active(), _quat_fix_active()
+    )
     ctx.results.extra["fixes.backend"] = backend
     for name, reason in skipped.items():
         ctx.results.extra[f"fixes.skipped.{name}"] = reason
@@ -1381,7 +1405,8 @@ NOTES = (
     "call, so its per-step time is higher than the training section's. Fixes on CUDA: no "
     "cached broadphase exists, per-step is the stock path, and the frozen-broadphase fault "
     "(unguarded task) is an upper bound of what the ROCm cache saved. Fixes case buffer_syncs: "
-    "the default stepping with mjlab's own delay buffers (a host sync per append and read). "
+    "the default stepping with mjlab's own delay buffers (a host sync per append and read); "
+    "quat_syncs: with mjlab's own rotation-to-quaternion conversion (two mask indexings). "
     "Launches: PyTorch operators and host reads counted at the dispatcher in one PPO iteration "
     "after one warm-up, per env step (the update's spread over the iteration's steps); Warp's "
     "kernels are not PyTorch operators and are not counted. Peak memory = torch peak "

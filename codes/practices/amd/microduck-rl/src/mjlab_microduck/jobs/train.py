@@ -37,7 +37,7 @@ from pathlib import Path
 import pandas as pd
 
 from mjlab_microduck.analysis.training import summarize
-from mjlab_microduck.compat import buffer_syncs
+from mjlab_microduck.compat import buffer_syncs, quat_syncs
 from mjlab_microduck.jobs import stopping
 from mjlab_microduck.runs import liveness, names, records, warp_log
 from mjlab_microduck.runs.names import EXPERIMENT_NAME, checkpoint_iteration, is_checkpoint_name
@@ -468,6 +468,7 @@ def record_config(request: TrainRequest) -> dict:
         "frozen_broadphase": request.frozen_broadphase,
         # The trainer inherits this process's environment: whether its delay buffers sync.
         "sync_free_buffers": os.environ.get(buffer_syncs.ENV_VAR, "1") != "0",
+        "sync_free_quats": os.environ.get(quat_syncs.ENV_VAR, "1") != "0",
         "gpu_ids": request.gpu_list(),
         "ranks": _rank_provenance(request),
     }

@@ -3,7 +3,10 @@
 Problem: on a GPU every PyTorch operator is a kernel the CPU launches, and an operator whose
 value Python needs (``.item()``, ``if tensor.any():``, ``nonzero``) is a host sync: the CPU
 stops queueing work until the GPU has caught up. Neither shows on a CPU's clock, yet both are
-the same on every backend, so a CPU can count them. They are counted at PyTorch's dispatcher
+the same on every backend, so a CPU can count them. Indexing with a boolean mask (``x[mask]``,
+``x[mask] = v``) is a host read too: a GPU must count the mask's true entries before it can size
+or place the result, which PyTorch does with ``nonzero``, yet a CPU dispatches no such operator,
+so the mask is recognised by its dtype. They are counted at PyTorch's dispatcher
 (``TorchDispatchMode``), per labelled part of the code; Warp's kernels (MuJoCo Warp's physics)
 are not PyTorch operators and are not counted.
 
@@ -25,6 +28,32 @@ HOST_READS = frozenset({
     "aten.nonzero.default",
 })  # fmt: skip
 """Operators that hand a tensor's value to Python (or size their output by its values)."""
+
+MASK_INDEXING = frozenset({
+    "aten.index.Tensor",
+    "aten.index_put.default",
+    "aten.index_put_.default",
+    "aten._index_put_impl_.default",
+})  # fmt: skip
+"""Operators that read their index tensors' values on the host when an index is a boolean mask."""
+
+MASK_SIZED = frozenset({"aten.masked_select.default"})
+"""Operators whose output is sized by a mask's values, whatever its dtype."""
+
+
+def reads_host(operator: str, args: tuple[Any, ...]) -> bool:
+    """Whether dispatching ``operator`` with ``args`` hands a value to the host on a GPU."""
+    if operator in HOST_READS or operator in MASK_SIZED:
+        return True
+    if operator in MASK_INDEXING and len(args) > 1:
+        import torch
+
+        return any(
+            isinstance(index, torch.Tensor) and index.dtype in (torch.bool, torch.uint8)
+            for index in args[1]
+            if index is not None
+        )
+    return False
 
 OTHER = "other"
 """The label of what runs outside every labelled part."""
@@ -56,10 +85,10 @@ class DispatchCounter:
 
         return labelled
 
-    def count(self, operator: str) -> None:
+    def count(self, operator: str, args: tuple[Any, ...] = ()) -> None:
         label = self._labels[-1] if self._labels else OTHER
         self.ops[label] += 1
-        if operator in HOST_READS:
+        if reads_host(operator, args):
             self.reads[label] += 1
 
     def take(self) -> dict[str, float]:
@@ -76,7 +105,7 @@ class DispatchCounter:
 
         class Mode(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
-                counter.count(str(func))
+                counter.count(str(func), args)
                 return func(*args, **(kwargs or {}))
 
         self._mode = Mode()
@@ -89,7 +118,7 @@ class DispatchCounter:
 
 
 def host_reads(run: Callable[[], Any]) -> int:
-    """How many times ``run()`` hands a tensor's value to Python (:data:`HOST_READS`)."""
+    """How many times ``run()`` hands a tensor's value to the host (:func:`reads_host`)."""
     with DispatchCounter() as counter:
         run()
     return sum(counter.reads.values())
