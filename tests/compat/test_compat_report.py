@@ -12,7 +12,7 @@ from mjlab_microduck import compat
 from mjlab_microduck.compat import _hook, faults
 
 HOOKS = ["warp_alias", "hip_stepping", "broadphase", "render_textures", "buffer_syncs",
-         "quat_syncs"]
+         "quat_syncs", "manager_graphs"]
 FIXES = [*HOOKS, faults.FIX]
 
 

@@ -395,6 +395,7 @@ def test_ratios_and_summary_from_rows():
         _row("fixes", "frozen_broadphase", "env_steps_per_s", 256, 25_000.0),
         _row("fixes", "buffer_syncs", "env_steps_per_s", 256, 32_000.0),  # against graph
         _row("fixes", "quat_syncs", "env_steps_per_s", 256, 20_000.0),
+        _row("fixes", "manager_graphs", "env_steps_per_s", 256, 60_000.0),
         _row("fixes", "eager", "env_steps_per_s", 4096, 1.0),  # no partner: no ratio
         _row("fixes", "eager", "env_steps_per_s", 64, 3.0),
         _row("fixes", "buffer_syncs", "env_steps_per_s", 64, 2.0),  # no graph: against eager
@@ -407,6 +408,7 @@ def test_ratios_and_summary_from_rows():
         "ratio.sync_free_over_buffer_syncs.n256": 1.25,
         "ratio.sync_free_over_buffer_syncs.n64": 1.5,
         "ratio.sync_free_over_quat_syncs.n256": 2.0,
+        "ratio.manager_graphs_over_default.n256": 1.5,
     }
     results = bench.BenchResults(rows=rows, extra={"fixes.backend": "cuda"}, errors=["x"])
     summary = results.summary()
@@ -414,7 +416,7 @@ def test_ratios_and_summary_from_rows():
     assert summary["physics.zero_action.n256.env_steps_per_s.p25"] == 40_000.0
     assert summary["ratio.eager_over_graph.n256"] == 0.5
     assert summary["fixes.backend"] == "cuda"
-    assert (summary["measurements"], summary["errors"]) == (10, 1)
+    assert (summary["measurements"], summary["errors"]) == (11, 1)
 
 
 def test_csv_round_trips_exactly_and_leaves_memory_blank_when_unknown(tmp_path):
@@ -462,26 +464,27 @@ def test_load_csv_rejects_a_foreign_csv(tmp_path):
 def test_fix_plan_per_backend():
     cpu, cpu_skipped = bench.fix_plan("cpu", broadphase_fix_active=False)
     assert [c.name for c in cpu] == ["eager", "frozen_broadphase", "buffer_syncs"]
-    assert set(cpu_skipped) == {"graph", "fork_cache", "quat_syncs"}
+    assert set(cpu_skipped) == {"graph", "fork_cache", "quat_syncs", "manager_graphs"}
     cuda, cuda_skipped = bench.fix_plan("cuda", broadphase_fix_active=False)
     assert [(c.name, c.mode, c.graph) for c in cuda] == [
         ("graph", "stock", True), ("eager", "veto_graph", False),
-        ("frozen_broadphase", "frozen_fault", False), ("buffer_syncs", "buffer_syncs", True),
+        ("frozen_broadphase", "frozen_fault", False), ("manager_graphs", "graphs", True),
+        ("buffer_syncs", "buffer_syncs", True),
     ]  # fmt: skip
     assert "upper bound" in cuda_skipped["fork_cache"]
     frozen = cuda[2]
-    assert frozen.task == UNGUARDED_TASK_ID and cuda[0].task == cuda[3].task == TASK_ID
-    assert cuda[3].description.endswith("otherwise as graph")
+    assert frozen.task == UNGUARDED_TASK_ID and cuda[0].task == cuda[4].task == TASK_ID
+    assert cuda[4].description.endswith("otherwise as graph")
     hip, hip_skipped = bench.fix_plan("hip", broadphase_fix_active=True)
     assert [(c.name, c.mode, c.graph) for c in hip] == [
         ("eager", "stock", False), ("fork_cache", "fork_cache", False),
-        ("buffer_syncs", "buffer_syncs", False),
+        ("manager_graphs", "graphs", False), ("buffer_syncs", "buffer_syncs", False),
     ]  # fmt: skip
     assert "graph" in hip_skipped
     hip_plain, hip_plain_skipped = bench.fix_plan(
         "hip", broadphase_fix_active=False, buffer_fix_active=False
     )
-    assert [c.name for c in hip_plain] == ["eager"]
+    assert [c.name for c in hip_plain] == ["eager", "manager_graphs"]
     assert {"fork_cache", "buffer_syncs", "quat_syncs"} <= set(hip_plain_skipped)
     both, _ = bench.fix_plan("cuda", False, buffer_fix_active=True, quat_fix_active=True)
     assert [(c.name, c.mode, c.graph) for c in both[-2:]] == [
@@ -526,7 +529,7 @@ def test_quat_syncs_case_puts_mjlab_conversion_back_only_inside():
     from mjlab_microduck.runtime.dispatch_count import host_reads
 
     assert quat_syncs.status().active
-    case = bench.fix_plan("cpu", False, quat_fix_active=True)[0][-1]
+    case = bench.fix_plan("cuda", False, quat_fix_active=True)[0][-1]
     assert case.name == "quat_syncs"
     matrices = torch.eye(3).expand(4, 3, 3)
     with bench.fix_context(case):
@@ -534,6 +537,19 @@ def test_quat_syncs_case_puts_mjlab_conversion_back_only_inside():
         assert host_reads(lambda: entity_data.quat_from_matrix(matrices))
     assert quat_syncs.status().active
     assert not host_reads(lambda: entity_data.quat_from_matrix(matrices))
+
+
+def test_manager_graphs_case_switches_the_hook_on_only_inside(monkeypatch):
+    from mjlab_microduck.compat import manager_graphs
+
+    monkeypatch.delenv(manager_graphs.ENV_VAR, raising=False)
+    assert not manager_graphs.status().active
+    case = bench.fix_plan("cuda", False)[0][3]
+    assert case.name == "manager_graphs"
+    with bench.fix_context(case):
+        assert manager_graphs.status().active and manager_graphs.mode() == "1"
+    assert not manager_graphs.status().active
+    assert manager_graphs.ENV_VAR not in os.environ
 
 
 def test_frozen_case_switches_the_fault_on_only_inside():
@@ -734,7 +750,7 @@ def test_quick_run_on_cpu_writes_a_valid_record(tmp_path):
     assert record.provenance.backend == "cpu"
     assert frame["peak_mem_bytes"].isna().all()  # "n/a" on a CPU, never 0
     fixes = frame[frame.section == "fixes"]
-    assert sorted(fixes.config) == ["buffer_syncs", "eager", "frozen_broadphase", "quat_syncs"]
+    assert sorted(fixes.config) == ["buffer_syncs", "eager", "frozen_broadphase"]
     assert "ratio.per_step_over_frozen.n4" in record.summary
     assert record.summary["ratio.sync_free_over_buffer_syncs.n4"] > 0
     assert record.summary["fixes.frozen_broadphase.n4.frozen_calls"] > 0
@@ -757,7 +773,8 @@ def test_quick_run_on_gpu_measures_graph_and_eager(tmp_path):
     assert (frame["peak_mem_bytes"] > 0).all()
     fixes = set(frame[frame.section == "fixes"].config)
     if record.provenance.backend == "cuda":
-        assert fixes == {"graph", "eager", "frozen_broadphase", "buffer_syncs", "quat_syncs"}
+        assert fixes == {"graph", "eager", "frozen_broadphase", "manager_graphs", "buffer_syncs",
+                         "quat_syncs"}
         assert record.summary["fixes.graph.n256.graph_captured"] is True
         assert record.summary["fixes.buffer_syncs.n256.graph_captured"] is True
         assert "ratio.sync_free_over_buffer_syncs.n256" in record.summary

@@ -15,6 +15,8 @@ buffer_syncs    mjlab's delay buffers without host syncs (every backend; the sam
 quat_syncs      mjlab's rotation-matrix-to-quaternion conversion without boolean-mask indexing
                 (every backend; the same values): every site position and the feet's
                 terrain-height sensor go through it, so it synced after every physics step
+manager_graphs  opt-in (``MICRODUCK_MANAGER_GRAPHS=1``): the termination and reward managers
+                replayed from CUDA graphs, their Python state kept as plain calls keep it
 =============== ==============================================================================
 
 ``install_all()`` is called when :mod:`mjlab_microduck` is imported. Every path that builds a
@@ -34,6 +36,7 @@ from mjlab_microduck.compat import (
     broadphase,
     buffer_syncs,
     hip_stepping,
+    manager_graphs,
     quat_syncs,
     render_textures,
     warp_alias,
@@ -46,7 +49,10 @@ if TYPE_CHECKING:
 __all__ = ["HookStatus", "install_all", "uninstall_all", "report", "report_frame"]
 
 # Installation order matters only for readability of the report; the hooks are independent.
-_HOOKS = (warp_alias, hip_stepping, broadphase, render_textures, buffer_syncs, quat_syncs)
+_HOOKS = (
+    warp_alias, hip_stepping, broadphase, render_textures, buffer_syncs, quat_syncs,
+    manager_graphs,
+)  # fmt: skip
 
 
 _installing = False

@@ -667,7 +667,9 @@ def derived_ratios(rows: Sequence[Row]) -> dict[str, float]:
       (``graph`` where it was measured, else ``eager``) over the same with mjlab's own,
       host-syncing delay buffers; above 1 is what the ``buffer_syncs`` hook buys;
     * ``ratio.sync_free_over_quat_syncs.n<N>``: the same against mjlab's own, mask-indexing
-      rotation-to-quaternion conversion (the ``quat_syncs`` hook).
+      rotation-to-quaternion conversion (the ``quat_syncs`` hook);
+    * ``ratio.manager_graphs_over_default.n<N>``: throughput with the termination and reward
+      managers replayed from graphs (the opt-in ``manager_graphs`` hook) over the default.
     """
     index = {(r.section, r.config, r.metric, r.num_envs): r for r in rows}
     sizes = sorted({r.num_envs for r in rows})
@@ -683,6 +685,7 @@ def derived_ratios(rows: Sequence[Row]) -> dict[str, float]:
         default = "graph" if ("fixes", "graph", metric, n) in index else "eager"
         for hook in SYNC_HOOKS:
             pairs[f"sync_free_over_{hook}"] = (("fixes", default), ("fixes", hook))
+        pairs["manager_graphs_over_default"] = (("fixes", "manager_graphs"), ("fixes", default))
         for name, ((s1, c1), (s2, c2)) in pairs.items():
             value = _ratio(index.get((s1, c1, metric, n)), index.get((s2, c2, metric, n)))
             if value is not None:
@@ -766,7 +769,7 @@ class FixCase:
     """One configuration of the ``fixes`` section."""
 
     name: str
-    mode: str  # stock | veto_graph | frozen_fault | fork_cache | buffer_syncs | quat_syncs
+    mode: str  # stock | veto_graph | frozen_fault | fork_cache | <a SYNC_HOOKS name> | graphs
     task: str
     description: str
     graph: bool = False  # whether mjlab captures its physics graphs in this case
@@ -832,7 +835,18 @@ def fix_plan(
     else:
         raise ValueError(f"unknown backend {backend!r}")
     default = cases[0]
-    active = {"buffer_syncs": buffer_fix_active, "quat_syncs": quat_fix_active}
+    if backend == "cpu":
+        skipped["manager_graphs"] = (
+            "a CPU has no graphs to launch; the recorded stand-in checks values, not speed"
+        )
+    else:
+        cases.append(FixCase("manager_graphs", "graphs", TASK_ID,
+                             f"termination and reward managers replayed from graphs "
+                             f"(MICRODUCK_MANAGER_GRAPHS=1), otherwise as {default.name}",
+                             graph=default.graph))  # fmt: skip
+    # A CPU pays nothing for a host read: the buffer case stays there as the live chapter's
+    # example of a fix case, the conversion's is measured on GPUs only.
+    active = {"buffer_syncs": buffer_fix_active, "quat_syncs": quat_fix_active and backend != "cpu"}
     for hook, description in SYNC_HOOKS.items():
         if active[hook]:
             cases.append(FixCase(hook, hook, TASK_ID, f"{description}, otherwise as {default.name}",
@@ -869,6 +883,9 @@ def fix_context(case: FixCase) -> Iterator[None]:
     elif case.mode in SYNC_HOOKS:
         with hook_out(case.mode):
             yield
+    elif case.mode == "graphs":
+        with manager_graphs_on():
+            yield
     else:
         raise ValueError(f"unknown fix mode {case.mode!r}")
 
@@ -884,6 +901,27 @@ def hook_out(name: str) -> Iterator[None]:
         yield
     finally:
         hook.install()
+
+
+@contextlib.contextmanager
+def manager_graphs_on() -> Iterator[None]:
+    """The opt-in ``manager_graphs`` hook on inside (``MICRODUCK_MANAGER_GRAPHS=1``), the
+    variable and the hook as they were after."""
+    from mjlab_microduck.compat import manager_graphs
+
+    kept = os.environ.get(manager_graphs.ENV_VAR)
+    os.environ[manager_graphs.ENV_VAR] = "1"
+    manager_graphs.uninstall()
+    manager_graphs.install()
+    try:
+        yield
+    finally:
+        manager_graphs.uninstall()
+        if kept is None:
+            del os.environ[manager_graphs.ENV_VAR]
+        else:
+            os.environ[manager_graphs.ENV_VAR] = kept
+        manager_graphs.install()
 
 
 def mjlab_buffers() -> contextlib.AbstractContextManager[None]:
@@ -1287,6 +1325,8 @@ def _run_fixes(ctx: _Ctx) -> None:
                         ctx.results.extra[f"fixes.frozen_broadphase.n{n}.frozen_calls"] = (
                             frozen_calls
                         )
+                    if case.mode == "graphs":
+                        _record_graphs(ctx.results.extra, f"fixes.manager_graphs.n{n}")
                 reading = ctx.memory.read()
                 peak = _record_memory(ctx.results, f"fixes.{case.name}.n{n}", reading)
                 ctx.results.extra[f"fixes.{case.name}.n{n}.graph_captured"] = captured
@@ -1304,6 +1344,18 @@ def _run_fixes(ctx: _Ctx) -> None:
                 gc.collect()
     for case in cases:
         ctx.results.extra[f"fixes.{case.name}.description"] = case.description
+
+
+def _record_graphs(extra: dict[str, Any], prefix: str) -> None:
+    """What the ``manager_graphs`` hook did: graphs captured, replays, managers left eager
+    and why (a capture that failed on this device says so here)."""
+    from mjlab_microduck.compat import manager_graphs
+
+    details = manager_graphs.status().details
+    extra[f"{prefix}.graphs"] = details.get("graphs", 0)
+    extra[f"{prefix}.replays"] = details.get("replays", 0)
+    for manager, why in details.get("eager", {}).items():
+        extra[f"{prefix}.eager.{manager}"] = why
 
 
 def _run_breakdown(ctx: _Ctx) -> None:
@@ -1407,6 +1459,7 @@ NOTES = (
     "(unguarded task) is an upper bound of what the ROCm cache saved. Fixes case buffer_syncs: "
     "the default stepping with mjlab's own delay buffers (a host sync per append and read); "
     "quat_syncs: with mjlab's own rotation-to-quaternion conversion (two mask indexings). "
+    "manager_graphs (GPU only): the termination and reward managers replayed from graphs. "
     "Launches: PyTorch operators and host reads counted at the dispatcher in one PPO iteration "
     "after one warm-up, per env step (the update's spread over the iteration's steps); Warp's "
     "kernels are not PyTorch operators and are not counted. Peak memory = torch peak "

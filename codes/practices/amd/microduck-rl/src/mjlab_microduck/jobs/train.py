@@ -37,7 +37,7 @@ from pathlib import Path
 import pandas as pd
 
 from mjlab_microduck.analysis.training import summarize
-from mjlab_microduck.compat import buffer_syncs, quat_syncs
+from mjlab_microduck.compat import buffer_syncs, manager_graphs, quat_syncs
 from mjlab_microduck.jobs import stopping
 from mjlab_microduck.runs import liveness, names, records, warp_log
 from mjlab_microduck.runs.names import EXPERIMENT_NAME, checkpoint_iteration, is_checkpoint_name
@@ -97,6 +97,7 @@ class TrainRequest:
                 raise ValueError(f"{flag} must be at least 1")
         if self.gpu_ids is not None and any(g < 0 for g in self.gpu_ids):
             raise ValueError(f"--gpu-ids {list(self.gpu_ids)}: GPU indices are 0 or more")
+        manager_graphs.mode()  # the trainer inherits the variable: refuse a value it ignores
         return self
 
     def gpu_list(self) -> list[int] | None:
@@ -469,6 +470,7 @@ def record_config(request: TrainRequest) -> dict:
         # The trainer inherits this process's environment: whether its delay buffers sync.
         "sync_free_buffers": os.environ.get(buffer_syncs.ENV_VAR, "1") != "0",
         "sync_free_quats": os.environ.get(quat_syncs.ENV_VAR, "1") != "0",
+        "manager_graphs": os.environ.get(manager_graphs.ENV_VAR, "0"),
         "gpu_ids": request.gpu_list(),
         "ranks": _rank_provenance(request),
     }

@@ -1,0 +1,147 @@
+"""mjlab's termination and reward managers replayed from captured graphs on a GPU (opt-in).
+
+Problem: after the physics substeps, mjlab computes terminations and rewards from hundreds of
+small PyTorch operators per env step (about 550 for the MicroDuck walker), each a kernel the
+CPU launches on a GPU; the GPU work is tiny, the launching is not. A CUDA graph launches them
+all at once.
+
+Fix: ``TerminationManager.compute`` and ``RewardManager.compute`` run through
+:class:`mjlab_microduck.runtime.graph_replay.GraphedCall`, one per manager: eager for three
+calls, then captured and replayed, with the Python state the terms keep (a reward term's peak
+heights, a sensor's cache, the episode log's metrics) put back after every replay. The graph
+is keyed by the managers' weights and plain term parameters, so a curriculum that changes a
+weight gets a new graph. A manager whose call cannot be replayed (a host read, effects that
+differ from call to call) stays eager and says why in :func:`status`.
+
+No-op unless ``MICRODUCK_MANAGER_GRAPHS`` is ``1`` (CUDA graphs where torch has them for the
+env's device, CUDA or HIP; eager elsewhere) or ``emulate`` (the recorded CPU stand-in on any
+device, to check on a CPU that replays give the plain calls' values). Off by default until a GPU
+run measures what it buys.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import weakref
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from mjlab_microduck.compat import _hook
+from mjlab_microduck.compat._hook import HookStatus
+from mjlab_microduck.runtime import graph_replay
+
+FIX = "manager_graphs"
+ENV_VAR = "MICRODUCK_MANAGER_GRAPHS"
+MODES = ("0", "1", "emulate")
+CALL_ATTR = "_microduck_graphed_call"  # per manager instance: its GraphedCall, or None (eager)
+
+_state = _hook.HookState(FIX, {"managers": 0})
+_calls: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+
+
+def mode() -> str:
+    """The requested mode from :data:`ENV_VAR` (``0`` when unset); ValueError on another."""
+    value = os.environ.get(ENV_VAR, "0")
+    if value not in MODES:
+        raise ValueError(f"{ENV_VAR}={value!r}: expected one of {', '.join(MODES)}")
+    return value
+
+
+def owns(obj: Any) -> bool:
+    """The objects whose state a manager's call may read and write: mjlab's and the package's."""
+    return (type(obj).__module__ or "").startswith("mjlab")
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return all(_plain(v) for v in value)
+    return isinstance(value, graph_replay.PLAIN)
+
+
+def term_key(manager: Any) -> Hashable:
+    """The plain values the manager's arithmetic depends on: each term's weight (rewards) and
+    its plain parameters, as a curriculum may change them between calls."""
+    return tuple(
+        (getattr(cfg, "weight", None),
+         tuple(sorted((k, v) for k, v in cfg.params.items() if _plain(v))))
+        for cfg in manager._term_cfgs
+    )  # fmt: skip
+
+
+def _graphed(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def compute(self: Any, *args: Any, **kwargs: Any) -> Any:
+        call = self.__dict__.get(CALL_ATTR, False)
+        if call is False:
+            call = self.__dict__[CALL_ATTR] = _new_call(self, original)
+        if call is None:
+            return original(self, *args, **kwargs)
+        call.arguments = (args, kwargs)
+        return call()
+
+    return _hook.mark_wrapper(compute, FIX, original)
+
+
+def _new_call(manager: Any, original: Callable[..., Any]) -> Any:
+    env = manager._env
+    backend = graph_replay.backend_for(env.device, emulate=mode() == "emulate")
+    if backend is None:
+        return None
+
+    def fn() -> Any:
+        args, kwargs = call.arguments
+        return original(manager, *args, **kwargs)
+
+    def key() -> Hashable:
+        args, kwargs = call.arguments
+        return (args, tuple(sorted(kwargs.items())), term_key(manager))
+
+    call = graph_replay.GraphedCall(fn=fn, root=env, owns=owns, backend=backend, key=key)
+    call.arguments = ((), {})
+    call.manager = type(manager).__name__
+    _calls[id(call)] = call
+    _state.counts["managers"] += 1
+    return call
+
+
+def install(manager_classes: tuple[type, ...] | None = None) -> HookStatus:
+    """Wrap the managers' ``compute`` when :data:`ENV_VAR` asks for graphs. Idempotent.
+
+    Test seam: ``manager_classes`` (default mjlab's termination and reward managers)."""
+    if _state.active():
+        return _state.active()
+    try:
+        requested = mode()
+    except ValueError as error:  # commands that take the variable refuse it (train's check)
+        return _state.set(False, f"{error}; left off", {})
+    details: dict[str, Any] = {"mode": requested}
+    if requested == "0":
+        return _state.set(False, f"off ({ENV_VAR}=0 or unset): the managers launch every "
+                          "operator", details)  # fmt: skip
+    if manager_classes is None:
+        from mjlab.managers.reward_manager import RewardManager
+        from mjlab.managers.termination_manager import TerminationManager
+
+        manager_classes = (TerminationManager, RewardManager)
+    for cls in manager_classes:
+        _state.patches.replace(cls, "compute", _graphed(cls.compute))
+    details["classes"] = [f"{c.__module__}.{c.__qualname__}" for c in manager_classes]
+    how = ("the recorded CPU stand-in on every device" if requested == "emulate"
+           else "CUDA graphs where torch has them for the env's device")  # fmt: skip
+    return _state.set(True, f"termination and reward managers replayed from graphs ({how})",
+                      details)  # fmt: skip
+
+
+def uninstall() -> None:
+    _state.reset()
+    _calls.clear()
+
+
+def status() -> HookStatus:
+    calls = list(_calls.values())
+    return _state.report(
+        replays=sum(c.replays for c in calls),
+        graphs=sum(len(c.graphs) for c in calls),
+        eager={f"{c.manager}": c.unsafe for c in calls if c.unsafe is not None},
+    )

@@ -1,0 +1,376 @@
+"""Replay a Python function's PyTorch work as one captured graph, keeping Python's view of it.
+
+Problem: on a GPU the CPU launches every PyTorch operator one by one; a function of hundreds
+of small operators (mjlab's reward and termination managers) costs the CPU far more than the
+GPU. A CUDA graph launches the lot at once, but it replays kernels only: Python does not run,
+so whatever the function does to Python objects happens once, at capture. Three things a
+manager's call does to Python must therefore be redone after every replay, and one must be
+undone before it:
+
+* a tensor attribute or dict entry the call *rebinds* (``self.peak = torch.where(...)``) must
+  point at the graph's result again (``rebound``);
+* a tensor the graph *reads* may have been rebound by code outside since the capture
+  (``env.episode_length_buf = ...``): its current value is copied into the one the graph reads
+  (``inputs``);
+* other attributes the call sets (a sensor's cache and its ``valid`` flag) and dict entries it
+  writes (``env.extras["log"][...]``) are set again (``effects``).
+
+A call is graph-safe only if those effects are the same on every call: :class:`GraphedCall`
+watches its warm-up calls and keeps a call eager, with the reason, when a plain value it sets
+changes from call to call (a counter), or when the capture reads a value back to the host.
+
+Backends: :class:`CudaGraph` captures with ``torch.cuda.CUDAGraph`` on CUDA and HIP devices;
+:class:`RecordedOps` is its CPU stand-in, which records every operator at PyTorch's
+dispatcher and replays the list on the same tensors, with Python frozen as a GPU graph freezes
+it. Comparing :class:`RecordedOps` with plain calls on a CPU, value for value, tests the
+bookkeeping above without a GPU.
+
+No-op: importing this module does nothing; it imports nothing from the package but
+:mod:`mjlab_microduck.runtime.dispatch_count`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mjlab_microduck.runtime.dispatch_count import reads_host
+
+PLAIN = (bool, int, float, str, type(None))
+"""Attribute values compared by value; anything else (but tensors) is compared by type."""
+
+
+class GraphUnsafe(RuntimeError):
+    """The function cannot be replayed from a graph (the message says why). ``ran`` says
+    whether the call itself already ran (its ``output`` then stands), as under
+    :class:`RecordedOps`, or nothing ran, as in a failed CUDA capture."""
+
+    def __init__(self, message: str, ran: bool = False, output: Any = None) -> None:
+        super().__init__(message)
+        self.ran = ran
+        self.output = output
+
+
+# --------------------------------------------------------------------------- backends
+
+
+class RecordedOps:
+    """CPU stand-in for a CUDA graph: the operators one call dispatched, replayed in order on
+    the same tensors. A functional operator's result is copied into the tensor the call made,
+    so later operators (and Python) read it there, as they read a graph's memory."""
+
+    name = "recorded"
+
+    def capture(self, fn: Callable[[], Any]) -> tuple[Any, Any]:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        nodes: list[tuple[Any, tuple, dict, Any]] = []
+        problems: list[str] = []
+
+        class Recorder(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+                kwargs = kwargs or {}
+                if reads_host(str(func), args):
+                    problems.append(f"{func} reads a value back to the host")
+                out = func(*args, **kwargs)
+                nodes.append((func, args, kwargs, out))
+                return out
+
+        with Recorder():
+            output = fn()  # runs once, for real: the call's own effect
+        if problems:
+            why = f"{problems[0]} ({len(problems)} such operators)"
+            raise GraphUnsafe(why, ran=True, output=output)
+        return nodes, output
+
+    def replay(self, graph: Any) -> None:
+        import torch
+        from torch.utils._pytree import tree_flatten
+
+        for func, args, kwargs, recorded in graph:
+            fresh = func(*args, **kwargs)
+            for old, new in zip(tree_flatten(recorded)[0], tree_flatten(fresh)[0], strict=True):
+                if isinstance(old, torch.Tensor) and new.data_ptr() != old.data_ptr():
+                    old.copy_(new)
+
+
+class CudaGraph:
+    """``torch.cuda.CUDAGraph`` capture on the current device, every graph in one memory pool.
+    Capture records without running, so :meth:`capture` replays once for the call itself."""
+
+    name = "cuda"
+
+    def __init__(self) -> None:
+        self.pool: Any = None
+
+    def capture(self, fn: Callable[[], Any]) -> tuple[Any, Any]:
+        import torch
+
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph, pool=self.pool, capture_error_mode="thread_local"):
+                output = fn()
+        except RuntimeError as error:  # an operator that syncs, allocates on the host, ...
+            raise GraphUnsafe(f"capture failed: {str(error).splitlines()[0]}") from error
+        self.pool = graph.pool()
+        graph.replay()
+        return graph, output
+
+    def replay(self, graph: Any) -> None:
+        graph.replay()
+
+
+def backend_for(device: str, emulate: bool = False) -> RecordedOps | CudaGraph | None:
+    """The graph backend for ``device``: CUDA graphs where torch has them for that device
+    (CUDA and HIP builds), the recorded stand-in when ``emulate``, else None (stay eager)."""
+    if emulate:
+        return RecordedOps()
+    import torch
+
+    if str(device).startswith("cuda") and torch.cuda.is_available():
+        return CudaGraph()
+    return None
+
+
+# --------------------------------------------------------------------------- Python state
+
+Path = tuple[Any, ...]  # attribute names and dict keys from the root, in order
+
+
+def reachable(root: Any, owns: Callable[[Any], bool], depth: int = 4) -> dict[Path, Any]:
+    """Objects reachable from ``root`` through attributes, dicts, lists and tuples, at most
+    ``depth`` steps away, of which ``owns(obj)`` holds (dicts count as owned), each under the
+    first path found to it. Lists and tuples are walked but not owned (their items have no
+    name to be rebound under)."""
+    import torch
+
+    found: dict[Path, Any] = {}
+    seen: set[int] = set()
+    todo: list[tuple[Any, Path]] = [(root, ())]
+    while todo:
+        obj, path = todo.pop(0)  # breadth first: the shortest path names an object
+        if id(obj) in seen or isinstance(obj, torch.Tensor):
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, dict):
+            found[path] = obj
+            children = [(value, (*path, key)) for key, value in obj.items()]
+        elif isinstance(obj, (list, tuple)):
+            children = [(value, (*path, index)) for index, value in enumerate(obj)]
+        elif owns(obj) and hasattr(obj, "__dict__"):
+            found[path] = obj
+            children = [(value, (*path, name)) for name, value in vars(obj).items()]
+        else:
+            continue
+        if len(path) < depth:
+            todo.extend(children)
+    return found
+
+
+def resolve(root: Any, path: Path) -> Any:
+    """The object at ``path`` from ``root`` now (a dict or an attribute may have been replaced
+    since the path was found); raises LookupError when the path no longer leads anywhere."""
+    obj = root
+    for step in path:
+        try:
+            obj = obj[step] if isinstance(obj, (dict, list, tuple)) else getattr(obj, step)
+        except (KeyError, IndexError, AttributeError, TypeError) as error:
+            raise LookupError(f"{'.'.join(map(str, path))} is gone") from error
+    return obj
+
+
+def _items(obj: Any) -> list[tuple[Any, Any]]:
+    return list(obj.items()) if isinstance(obj, dict) else list(vars(obj).items())
+
+
+def _put(obj: Any, key: Any, value: Any) -> None:
+    if isinstance(obj, dict):
+        obj[key] = value
+    else:
+        setattr(obj, key, value)
+
+
+def _get(obj: Any, key: Any) -> Any:
+    return obj[key] if isinstance(obj, dict) else getattr(obj, key)
+
+
+Slot = tuple[Path, Any]  # (path of the owning object, attribute name or dict key)
+
+
+def snapshot(objects: dict[Path, Any]) -> dict[Slot, Any]:
+    """Every attribute and entry of ``objects``, by slot."""
+    return {(path, key): value for path, obj in objects.items() for key, value in _items(obj)}
+
+
+def changes(before: dict[Slot, Any], after: dict[Slot, Any]) -> dict[Slot, Any]:
+    """The slots ``after`` holds another object or plain value in (or holds anew)."""
+    return {
+        slot: value
+        for slot, value in after.items()
+        if slot not in before or not _same(before[slot], value)
+    }
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, PLAIN) and isinstance(b, PLAIN):
+        return type(a) is type(b) and a == b
+    return a is b
+
+
+def _signature(changed: dict[Slot, Any]) -> dict[Slot, Any]:
+    """What a call's changes look like, to compare calls: plain values by value, the rest by
+    type (a fresh tensor or cache object every call is the same effect)."""
+    return {slot: (v if isinstance(v, PLAIN) else type(v)) for slot, v in changed.items()}
+
+
+class _ReadTensors:
+    """The tensors the operators inside ``with`` take as arguments, by identity (each held, so
+    that no identity is reused by a later tensor while the block runs)."""
+
+    def __enter__(self) -> dict[int, Any]:
+        import torch
+        from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.utils._pytree import tree_flatten
+
+        read: dict[int, Any] = {}
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+                for arg in tree_flatten((args, kwargs))[0]:
+                    if isinstance(arg, torch.Tensor):
+                        read[id(arg)] = arg
+                return func(*args, **(kwargs or {}))
+
+        self._mode = Mode()
+        self._mode.__enter__()
+        return read
+
+    def __exit__(self, *exc: object) -> None:
+        self._mode.__exit__(*exc)
+
+
+# --------------------------------------------------------------------------- the call
+
+
+@dataclass
+class Captured:
+    """One graph of a call and what to do around its replay."""
+
+    graph: Any
+    output: Any
+    inputs: list[tuple[Slot, Any]]  # the tensor the graph reads, by the slot it was in
+    rebound: list[tuple[Slot, Any]]  # the graph's tensor the call left in a slot
+    effects: list[tuple[Slot, Any]]  # any other value the call left in a slot
+    fresh_output: bool = False  # the output is a tensor the graph made (not one it wrote into)
+
+
+@dataclass
+class GraphedCall:
+    """``fn()`` eager for ``warmup`` calls per key, then replayed from a captured graph.
+
+    ``root`` and ``owns`` name the Python objects whose state the call reads and writes: those
+    reachable from ``root`` of which ``owns`` holds (found once, before the first call; their
+    slots are looked up again by path at every replay). ``key()`` names the Python values the
+    call's arithmetic depends on (reward weights, say): each key gets its own graph. After a
+    :class:`GraphUnsafe` the call stays eager, and ``unsafe`` says why.
+    """
+
+    fn: Callable[[], Any]
+    root: Any
+    owns: Callable[[Any], bool]
+    backend: Any
+    key: Callable[[], Hashable] = lambda: None
+    warmup: int = 3
+    depth: int = 4
+    graphs: dict[Hashable, Captured] = field(default_factory=dict)
+    calls: dict[Hashable, int] = field(default_factory=dict)
+    replays: int = 0
+    unsafe: str | None = None
+    _last_effect: dict[Hashable, dict] = field(default_factory=dict)
+
+    def objects(self) -> dict[Path, Any]:
+        return reachable(self.root, self.owns, self.depth)
+
+    def __call__(self) -> Any:
+        if self.unsafe is not None:
+            return self.fn()
+        key = self.key()
+        captured = self.graphs.get(key)
+        if captured is not None:
+            return self._replay(captured)
+        done = self.calls.get(key, 0)
+        if done < self.warmup:
+            self.calls[key] = done + 1
+            return self._watched(key)
+        return self._capture(key)
+
+    def _watched(self, key: Hashable) -> Any:
+        """An eager call whose effects on plain values must match the previous call's."""
+        objects = self.objects()
+        before = snapshot(objects)
+        output = self.fn()
+        effect = _signature(changes(before, snapshot(objects)))
+        previous = self._last_effect.get(key, {})
+        # A slot set on both calls to other plain values is a counter, which a replay would
+        # freeze. A slot set on one call only is a lazy cache filled once, or a value already
+        # in place: a replay leaves both as they are.
+        differ = sorted(str(slot[1]) for slot in set(previous) & set(effect)
+                        if previous[slot] != effect[slot])  # fmt: skip
+        if differ:
+            self.unsafe = f"it sets other values on every call ({', '.join(differ[:3])})"
+        self._last_effect[key] = effect
+        return output
+
+    def _capture(self, key: Hashable) -> Any:
+        import torch
+
+        objects = self.objects()
+        before = snapshot(objects)
+        try:
+            with _ReadTensors() as read:
+                graph, output = self.backend.capture(self.fn)
+        except GraphUnsafe as error:
+            self.unsafe = str(error)
+            if error.ran:
+                return error.output
+            for (path, name), value in before.items():  # nothing ran: undo Python's half
+                _put(objects[path], name, value)
+            return self.fn()
+        changed = changes(before, snapshot(objects))
+        inputs = [(slot, value) for slot, value in before.items()
+                  if isinstance(value, torch.Tensor) and id(value) in read]  # fmt: skip
+        rebound = [(s, v) for s, v in changed.items() if isinstance(v, torch.Tensor)]
+        effects = [(s, v) for s, v in changed.items() if not isinstance(v, torch.Tensor)]
+        existing = {id(v) for v in before.values() if isinstance(v, torch.Tensor)}
+        fresh = isinstance(output, torch.Tensor) and id(output) not in existing
+        captured = Captured(graph, output, inputs, rebound, effects, fresh)
+        self.graphs[key] = captured
+        return self._hand_out(captured)
+
+    def _hand_out(self, captured: Captured) -> Any:
+        """Put the call's Python effects back and return its output. A tensor the graph made is
+        handed out as a copy, as a plain call hands out a fresh tensor each time and holders
+        of the last one (a log dict kept for the iteration's means) keep theirs; the graph's
+        own memory stays the graph's."""
+        for (path, name), tensor in captured.rebound:
+            _put(resolve(self.root, path), name, tensor.clone())
+        for (path, name), value in captured.effects:
+            _put(resolve(self.root, path), name, value)
+        return captured.output.clone() if captured.fresh_output else captured.output
+
+    def _replay(self, captured: Captured) -> Any:
+        try:
+            for (path, name), tensor in captured.inputs:
+                current = _get(resolve(self.root, path), name)
+                if current is not tensor:
+                    if current.shape != tensor.shape or current.dtype != tensor.dtype:
+                        raise GraphUnsafe(f"{name} was replaced by a tensor of another shape")
+                    tensor.copy_(current)
+        except (GraphUnsafe, LookupError, KeyError, AttributeError) as error:
+            self.unsafe = f"before a replay: {error}"
+            self.graphs.clear()
+            return self.fn()  # nothing replayed yet
+        self.backend.replay(captured.graph)
+        self.replays += 1
+        return self._hand_out(captured)

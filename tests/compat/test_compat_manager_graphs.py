@@ -1,0 +1,121 @@
+"""manager_graphs: mjlab's termination and reward managers replayed from graphs give, on a CPU
+through the recorded stand-in, exactly what plain calls give, in an env and in training."""
+
+from __future__ import annotations
+
+import tempfile
+
+import pytest
+import torch
+from command_envs import cpu_env
+from mjlab.managers.reward_manager import RewardManager
+from mjlab.managers.termination_manager import TerminationManager
+
+from mjlab_microduck.compat import _hook, manager_graphs
+
+WALKER = "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningAxesTuning"
+PLAIN_COMPUTE = {cls: _hook.unwrap_ours(cls.__dict__["compute"])
+                 for cls in (TerminationManager, RewardManager)}  # fmt: skip
+
+
+@pytest.fixture
+def graphs(monkeypatch):
+    """Install the hook in a mode for the test (``graphs(mode)``); uninstalled afterwards."""
+
+    def switch(mode: str):
+        monkeypatch.setenv(manager_graphs.ENV_VAR, mode)
+        manager_graphs.uninstall()
+        return manager_graphs.install()
+
+    yield switch
+    manager_graphs.uninstall()
+    monkeypatch.delenv(manager_graphs.ENV_VAR, raising=False)
+    manager_graphs.install()
+
+
+def _steps(count: int) -> list:
+    """``count`` steps of the walker on the CPU (6 envs, random actions that make robots fall
+    and reset), everything an env step hands out, and the hook's status at the end."""
+    generator = torch.Generator().manual_seed(5)
+    out = []
+    with cpu_env(WALKER, 6, seed=4) as env:
+        torch.manual_seed(2)
+        for _ in range(count):
+            action = torch.randn(6, env.action_manager.total_action_dim, generator=generator)
+            obs, reward, terminated, truncated, extras = env.step(action)
+            log = {k: v.clone() for k, v in extras["log"].items() if isinstance(v, torch.Tensor)}
+            out.append([obs["actor"].clone(), obs["critic"].clone(), reward.clone(),
+                        terminated.clone(), truncated.clone(), log])  # fmt: skip
+    return out
+
+
+def test_off_by_default_and_the_managers_untouched(graphs):
+    status = graphs("0")
+    assert not status.active and "off" in status.reason
+    for cls, plain in PLAIN_COMPUTE.items():
+        assert cls.__dict__["compute"] is plain
+
+
+def test_an_unknown_mode_is_one_clear_error_and_leaves_the_hook_off(graphs, monkeypatch):
+    monkeypatch.setenv(manager_graphs.ENV_VAR, "yes")
+    with pytest.raises(ValueError, match=r"MICRODUCK_MANAGER_GRAPHS='yes': expected one of"):
+        manager_graphs.mode()
+    manager_graphs.uninstall()
+    status = manager_graphs.install()
+    assert not status.active and status.reason.endswith("left off")
+    assert TerminationManager.__dict__["compute"] is PLAIN_COMPUTE[TerminationManager]
+
+
+def test_install_is_idempotent_and_uninstall_puts_the_managers_back(graphs):
+    first = graphs("emulate")
+    assert first.active and manager_graphs.install() is first
+    for cls, plain in PLAIN_COMPUTE.items():
+        assert _hook.unwrap_ours(cls.__dict__["compute"]) is plain
+    manager_graphs.uninstall()
+    for cls, plain in PLAIN_COMPUTE.items():
+        assert cls.__dict__["compute"] is plain
+
+
+def test_replayed_managers_step_the_walker_exactly_as_plain_ones(graphs):
+    """40 steps with falls and resets: observations, rewards, terminations, time-outs and
+    every logged metric equal, with both managers replayed from their second capture on."""
+    graphs("0")
+    plain = _steps(40)
+    graphs("emulate")
+    replayed = _steps(40)
+    status = manager_graphs.status().details
+    assert status["eager"] == {} and status["graphs"] == 2
+    assert status["replays"] == 2 * (40 - 4)  # three watched calls and the capture per manager
+    assert sum(int(step[3].sum()) for step in plain) >= 3  # resets happened
+    for index, (a, b) in enumerate(zip(plain, replayed, strict=True)):
+        assert all(torch.equal(x, y) for x, y in zip(a[:5], b[:5], strict=True)), index
+        assert a[5].keys() == b[5].keys(), index
+        assert all(torch.equal(a[5][k], b[5][k]) for k in a[5]), index
+
+
+def test_on_a_cpu_mode_1_keeps_the_managers_eager(graphs):
+    status = graphs("1")
+    assert status.active
+    _steps(6)
+    details = manager_graphs.status().details
+    assert details["graphs"] == 0 and details["replays"] == 0 and details["managers"] == 0
+
+
+def test_training_with_replayed_managers_learns_the_same_policy(graphs):
+    """Three PPO iterations of rsl_rl's runner (random initial episode lengths, curricula):
+    the same actor and critic, parameter for parameter."""
+    from mjlab_microduck.jobs.bench import build_runner
+
+    def learned(mode: str) -> list[torch.Tensor]:
+        graphs(mode)
+        torch.manual_seed(0)
+        with tempfile.TemporaryDirectory() as log_dir:
+            runner = build_runner(WALKER, 4, "cpu", 42, log_dir)
+            runner.learn(num_learning_iterations=3, init_at_random_ep_len=True)
+        return [p.detach().clone() for module in (runner.alg.actor, runner.alg.critic)
+                for p in module.parameters()]  # fmt: skip
+
+    plain = learned("0")
+    replayed = learned("emulate")
+    assert manager_graphs.status().details["replays"] > 100
+    assert all(torch.equal(a, b) for a, b in zip(plain, replayed, strict=True))

@@ -1,0 +1,170 @@
+"""graph_replay: a function replayed from a captured graph (the recorded CPU stand-in) gives
+the values and leaves the Python state that plain calls give and leave."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from mjlab_microduck.runtime import graph_replay
+from mjlab_microduck.runtime.graph_replay import GraphedCall, RecordedOps
+
+
+class Term:
+    """A reward-like term: state rebound every call, a cache and a flag it sets, a log entry."""
+
+    def __init__(self, env: Env) -> None:
+        self.peak = torch.zeros(4)
+        self.cache = None
+        self.fresh = False
+        self.env = env
+
+    def __call__(self) -> torch.Tensor:
+        height = self.env.height
+        self.peak = torch.maximum(self.peak, height)  # rebinds: the next call reads the result
+        self.cache = {"peak": self.peak * 2.0}
+        self.fresh = True
+        self.env.log["peak_mean"] = self.peak.mean()
+        return self.peak - height
+
+
+class Env:
+    def __init__(self) -> None:
+        self.height = torch.zeros(4)
+        self.log: dict[str, torch.Tensor] = {}
+        self.term = Term(self)
+
+
+def owns(obj: object) -> bool:
+    return isinstance(obj, (Env, Term))
+
+
+def _drive(env: Env, call, steps: int = 9) -> list:
+    """Steps with eager work between calls as an env does: a new height tensor (rebinding an
+    input), a log dict replaced at a 'reset', the cache flag cleared."""
+    generator = torch.Generator().manual_seed(3)
+    seen = []
+    for step in range(steps):
+        env.height = torch.rand(4, generator=generator)  # rebound outside the call
+        env.term.fresh = False
+        if step % 4 == 3:
+            env.log = {}
+            env.term.peak[1] = 0.0  # an eager reset writes into the current state in place
+        out = call()
+        seen.append((out.clone(), env.term.peak.clone(), env.term.cache["peak"].clone(),
+                     env.term.fresh, env.log.get("peak_mean")))  # fmt: skip
+    return seen
+
+
+def _equal(a: list, b: list) -> bool:
+    return all(
+        (isinstance(y, torch.Tensor) and torch.equal(x, y) if isinstance(x, torch.Tensor)
+         else x == y)
+        for row_a, row_b in zip(a, b, strict=True)
+        for x, y in zip(row_a, row_b, strict=True)
+    )
+
+
+def test_replays_give_what_plain_calls_give_and_leave():
+    plain_env = Env()
+    plain = _drive(plain_env, plain_env.term)
+    env = Env()
+    call = GraphedCall(fn=env.term, root=env, owns=owns, backend=RecordedOps(), warmup=2)
+    replayed = _drive(env, call)
+    assert call.unsafe is None and call.replays == 9 - 3 and len(call.graphs) == 1
+    assert _equal(plain, replayed)
+    captured = call.graphs[None]
+    assert sorted(slot[1] for slot, _ in captured.rebound) == ["peak", "peak_mean"]
+    assert sorted(slot[1] for slot, _ in captured.effects) == ["cache", "fresh"]
+    assert {slot[1] for slot, _ in captured.inputs} == {"height", "peak"}
+
+
+def test_without_the_bookkeeping_a_replay_drifts():
+    """The same graph replayed with nothing put back: the rebound state is lost."""
+    plain_env = Env()
+    plain = _drive(plain_env, plain_env.term)
+    env = Env()
+    backend = RecordedOps()
+    state = {}
+
+    def naive() -> torch.Tensor:
+        if "graph" not in state:
+            state["graph"], state["out"] = backend.capture(env.term)
+            return state["out"]
+        backend.replay(state["graph"])
+        return state["out"]
+
+    assert not _equal(plain, _drive(env, naive))
+
+
+def test_a_new_key_gets_its_own_graph():
+    env = Env()
+    weight = {"value": 1.0}
+    call = GraphedCall(fn=lambda: env.term() * weight["value"], root=env, owns=owns,
+                       backend=RecordedOps(), key=lambda: weight["value"], warmup=1)  # fmt: skip
+    outs = []
+    for value in (1.0, 1.0, 2.0, 2.0, 2.0):
+        weight["value"] = value
+        env.height = torch.full((4,), value)
+        outs.append(call().clone())
+    assert sorted(call.graphs) == [1.0, 2.0] and call.replays == 1
+    assert torch.equal(outs[-1], torch.zeros(4))
+
+
+def test_a_host_read_keeps_the_call_eager_and_its_result_stands():
+    env = Env()
+
+    def reads() -> torch.Tensor:
+        total = env.term()
+        return total * 0 if bool(total.sum() > 100) else total
+
+    call = GraphedCall(fn=reads, root=env, owns=owns, backend=RecordedOps(), warmup=1)
+    env.height = torch.ones(4)
+    call()
+    env.height = torch.full((4,), 3.0)
+    out = call()  # the capture: it ran once, for real
+    assert torch.equal(out, torch.zeros(4)) and torch.equal(env.term.peak, torch.full((4,), 3.0))
+    assert "reads a value back to the host" in call.unsafe and not call.graphs
+    env.height = torch.full((4,), 5.0)
+    assert torch.equal(call(), torch.zeros(4)) and call.replays == 0
+
+
+def test_a_counter_keeps_the_call_eager():
+    env = Env()
+    counter = {"n": 0}
+
+    def counts() -> torch.Tensor:
+        env.term.calls = counter["n"] = counter["n"] + 1
+        return env.term()
+
+    call = GraphedCall(fn=counts, root=env, owns=owns, backend=RecordedOps(), warmup=3)
+    for _ in range(5):
+        call()
+    assert call.unsafe and "calls" in call.unsafe and call.replays == 0 and counter["n"] == 5
+
+
+def test_an_input_replaced_by_another_shape_falls_back_to_plain_calls():
+    env = Env()
+    call = GraphedCall(fn=env.term, root=env, owns=owns, backend=RecordedOps(), warmup=1)
+    for _ in range(3):
+        env.height = torch.rand(4)
+        call()
+    env.term.peak = torch.zeros(6)
+    env.height = torch.ones(6)
+    assert torch.equal(call(), torch.zeros(6))
+    assert "another shape" in call.unsafe and not call.graphs
+
+
+def test_reachable_finds_owned_objects_by_their_shortest_path_and_resolve_follows_it():
+    env = Env()
+    found = graph_replay.reachable(env, owns)
+    assert found[()] is env and found[("term",)] is env.term and found[("log",)] is env.log
+    env.log = {"x": torch.ones(1)}
+    assert graph_replay.resolve(env, ("log",)) is env.log
+    with pytest.raises(LookupError):
+        graph_replay.resolve(env, ("missing", "path"))
+
+
+def test_backend_for_a_cpu_is_none_unless_emulated():
+    assert graph_replay.backend_for("cpu") is None
+    assert isinstance(graph_replay.backend_for("cpu", emulate=True), RecordedOps)
