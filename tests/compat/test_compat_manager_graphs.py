@@ -93,6 +93,28 @@ def test_replayed_managers_step_the_walker_exactly_as_plain_ones(graphs):
         assert all(torch.equal(a[5][k], b[5][k]) for k in a[5]), index
 
 
+def test_the_observation_manager_is_left_eager_for_its_buffers_write_position(monkeypatch):
+    """Its delay buffers keep a Python write position that moves on every call: the watched
+    calls see it change and keep the manager eager, and the values stay the plain ones."""
+    from mjlab.managers.observation_manager import ObservationManager
+
+    plain = _steps(12)
+    monkeypatch.setenv(manager_graphs.ENV_VAR, "emulate")
+    manager_graphs.uninstall()
+    try:
+        assert manager_graphs.install(manager_classes=(ObservationManager,)).active
+        watched = _steps(12)
+        details = manager_graphs.status().details
+    finally:
+        manager_graphs.uninstall()
+        monkeypatch.delenv(manager_graphs.ENV_VAR)
+        manager_graphs.install()
+    assert "_pointer" in details["eager"]["ObservationManager"]
+    assert details["managers"] == 1 and details["replays"] == 0
+    for a, b in zip(plain, watched, strict=True):
+        assert all(torch.equal(x, y) for x, y in zip(a[:5], b[:5], strict=True))
+
+
 def test_on_a_cpu_mode_1_keeps_the_managers_eager(graphs):
     status = graphs("1")
     assert status.active

@@ -13,6 +13,12 @@ is keyed by the managers' weights and plain term parameters, so a curriculum tha
 weight gets a new graph. A manager whose call cannot be replayed (a host read, effects that
 differ from call to call) stays eager and says why in :func:`status`.
 
+A term that branches on Python state that changes between steps (a step counter) would
+replay the branch taken at capture: the tests compare the walker's replays with plain calls on
+a CPU, step for step and through a training, and a new task deserves the same check
+(``MICRODUCK_MANAGER_GRAPHS=emulate``). The observation manager, whose delay buffers advance a
+Python write position every call, is one the hook must leave eager, and does (a test).
+
 No-op unless ``MICRODUCK_MANAGER_GRAPHS`` is ``1`` (CUDA graphs where torch has them for the
 env's device, CUDA or HIP; eager elsewhere) or ``emulate`` (the recorded CPU stand-in on any
 device, to check on a CPU that replays give the plain calls' values). Off by default until a GPU
@@ -65,7 +71,7 @@ def term_key(manager: Any) -> Hashable:
     return tuple(
         (getattr(cfg, "weight", None),
          tuple(sorted((k, v) for k, v in cfg.params.items() if _plain(v))))
-        for cfg in manager._term_cfgs
+        for cfg in getattr(manager, "_term_cfgs", ())
     )  # fmt: skip
 
 

@@ -31,6 +31,7 @@ No-op: importing this module does nothing; it imports nothing from the package b
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
@@ -138,18 +139,18 @@ def backend_for(device: str, emulate: bool = False) -> RecordedOps | CudaGraph |
 Path = tuple[Any, ...]  # attribute names and dict keys from the root, in order
 
 
-def reachable(root: Any, owns: Callable[[Any], bool], depth: int = 4) -> dict[Path, Any]:
-    """Objects reachable from ``root`` through attributes, dicts, lists and tuples, at most
-    ``depth`` steps away, of which ``owns(obj)`` holds (dicts count as owned), each under the
-    first path found to it. Lists and tuples are walked but not owned (their items have no
-    name to be rebound under)."""
+def reachable(root: Any, owns: Callable[[Any], bool], depth: int | None = None) -> dict[Path, Any]:
+    """Objects reachable from ``root`` through attributes, dicts, lists and tuples (at most
+    ``depth`` steps away; every one when None), of which ``owns(obj)`` holds (dicts count as
+    owned), each under the shortest path to it. Lists and tuples are walked but not owned
+    (their items have no name to be rebound under)."""
     import torch
 
     found: dict[Path, Any] = {}
     seen: set[int] = set()
-    todo: list[tuple[Any, Path]] = [(root, ())]
+    todo: deque[tuple[Any, Path]] = deque([(root, ())])
     while todo:
-        obj, path = todo.pop(0)  # breadth first: the shortest path names an object
+        obj, path = todo.popleft()  # breadth first: the shortest path names an object
         if id(obj) in seen or isinstance(obj, torch.Tensor):
             continue
         seen.add(id(obj))
@@ -163,7 +164,7 @@ def reachable(root: Any, owns: Callable[[Any], bool], depth: int = 4) -> dict[Pa
             children = [(value, (*path, name)) for name, value in vars(obj).items()]
         else:
             continue
-        if len(path) < depth:
+        if depth is None or len(path) < depth:
             todo.extend(children)
     return found
 
@@ -270,10 +271,13 @@ class GraphedCall:
     """``fn()`` eager for ``warmup`` calls per key, then replayed from a captured graph.
 
     ``root`` and ``owns`` name the Python objects whose state the call reads and writes: those
-    reachable from ``root`` of which ``owns`` holds (found once, before the first call; their
-    slots are looked up again by path at every replay). ``key()`` names the Python values the
-    call's arithmetic depends on (reward weights, say): each key gets its own graph. After a
-    :class:`GraphUnsafe` the call stays eager, and ``unsafe`` says why.
+    reachable from ``root`` of which ``owns`` holds, however deep. ``key()`` names the Python
+    values the call's arithmetic depends on (reward weights, say): each key gets its own graph.
+    After a :class:`GraphUnsafe` the call stays eager, and ``unsafe`` says why.
+
+    What no bookkeeping can see is a branch on Python state that differs from call to call (a
+    step counter, a cache filled or not): a replay takes the branch the capture took. Compare
+    replays with plain calls on a CPU (:class:`RecordedOps`) before trusting a new function.
     """
 
     fn: Callable[[], Any]
@@ -282,7 +286,7 @@ class GraphedCall:
     backend: Any
     key: Callable[[], Hashable] = lambda: None
     warmup: int = 3
-    depth: int = 4
+    depth: int | None = None
     graphs: dict[Hashable, Captured] = field(default_factory=dict)
     calls: dict[Hashable, int] = field(default_factory=dict)
     replays: int = 0
@@ -312,9 +316,9 @@ class GraphedCall:
         output = self.fn()
         effect = _signature(changes(before, snapshot(objects)))
         previous = self._last_effect.get(key, {})
-        # A slot set on both calls to other plain values is a counter, which a replay would
-        # freeze. A slot set on one call only is a lazy cache filled once, or a value already
-        # in place: a replay leaves both as they are.
+        # A slot set on both calls to other plain values is a counter (a ring buffer's write
+        # position), which a replay would freeze. A slot set on one call only is a lazy cache
+        # filled once, or a value already in place: a replay leaves both as they are.
         differ = sorted(str(slot[1]) for slot in set(previous) & set(effect)
                         if previous[slot] != effect[slot])  # fmt: skip
         if differ:
