@@ -6,7 +6,7 @@ import os
 
 import pytest
 import torch
-from command_envs import cpu_env
+from command_envs import assert_same_steps_fewer_reads
 from mjlab.utils.buffers import DelayBuffer
 from mjlab.utils.buffers.circular_buffer import CircularBuffer
 
@@ -153,27 +153,10 @@ def test_leaves_a_buffer_it_cannot_vouch_for(buffer_cls, reason):
     assert dict(buffer_cls.__dict__) == before
 
 
-def _steps(env, count: int) -> list[torch.Tensor]:
-    generator = torch.Generator().manual_seed(7)
-    out = []
-    for _ in range(count):
-        action = torch.randn(env.num_envs, env.action_manager.total_action_dim, generator=generator)
-        obs, reward, terminated, truncated, _ = env.step(action.clamp(-1, 1))
-        out += [obs["actor"].clone(), obs["critic"].clone(), reward.clone(), terminated.clone()]
-    return out
-
-
 def test_walker_steps_the_same_with_fewer_host_syncs(mjlab_buffer):
     """The walker task on the CPU: identical observations, rewards and terminations over 12
     env steps, and an env step that reads at least 14 fewer values back to the host (the four
     substeps' actuator delay and the actor's three delayed observations, as in a training)."""
     os.environ.pop(buffer_syncs.ENV_VAR, None)
-    with cpu_env(WALKER, 4, seed=3) as env:
-        theirs = _steps(env, 12)
-        own_reads = host_reads(lambda: _steps(env, 2))
-    assert buffer_syncs.install().active
-    with cpu_env(WALKER, 4, seed=3) as env:
-        ours = _steps(env, 12)
-        fixed_reads = host_reads(lambda: _steps(env, 2))
-    assert all(torch.equal(a, b) for a, b in zip(theirs, ours, strict=True))
-    assert own_reads - fixed_reads >= 2 * 14, (own_reads, fixed_reads)
+    install = lambda: buffer_syncs.install().active  # noqa: E731
+    assert_same_steps_fewer_reads(WALKER, install, seed=3, fewer_per_step=14)

@@ -11,7 +11,7 @@ import mjlab.sensor.raycast_sensor as raycast_sensor
 import mjlab.utils.lab_api.math as lab_math
 import pytest
 import torch
-from command_envs import cpu_env
+from command_envs import assert_same_steps_fewer_reads
 
 from mjlab_microduck.compat import _hook, quat_syncs
 from mjlab_microduck.runtime.dispatch_count import host_reads
@@ -110,29 +110,12 @@ def test_leaves_a_conversion_it_cannot_vouch_for(original, reason):
     assert allowed is False and reason in why
 
 
-def _steps(env, count: int) -> list[torch.Tensor]:
-    generator = torch.Generator().manual_seed(11)
-    out = []
-    for _ in range(count):
-        action = torch.randn(env.num_envs, env.action_manager.total_action_dim, generator=generator)
-        obs, reward, terminated, truncated, _ = env.step(action.clamp(-1, 1))
-        out += [obs["actor"].clone(), obs["critic"].clone(), reward.clone(), terminated.clone()]
-    return out
-
-
 def test_walker_steps_the_same_with_fewer_host_syncs(mjlab_quat):
     """The walker task on the CPU: identical observations, rewards and terminations over 12
     env steps, and an env step that reads at least 4 fewer values back to the host (two masks
     in ``legs_collapsed``'s site positions, two in the feet's terrain-height sensor)."""
-    with cpu_env(WALKER, 4, seed=5) as env:
-        theirs = _steps(env, 12)
-        own_reads = host_reads(lambda: _steps(env, 2))
-    assert quat_syncs.install().active
-    with cpu_env(WALKER, 4, seed=5) as env:
-        ours = _steps(env, 12)
-        fixed_reads = host_reads(lambda: _steps(env, 2))
-    assert all(torch.equal(a, b) for a, b in zip(theirs, ours, strict=True))
-    assert own_reads - fixed_reads >= 2 * 4, (own_reads, fixed_reads)
+    install = lambda: quat_syncs.install().active  # noqa: E731
+    assert_same_steps_fewer_reads(WALKER, install, seed=5, fewer_per_step=4)
 
 
 def test_install_all_before_mjlab_is_imported_reports_what_it_installed():

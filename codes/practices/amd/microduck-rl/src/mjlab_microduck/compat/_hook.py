@@ -11,6 +11,7 @@ imports nothing from the package); the names are re-exported here for the hooks.
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from collections.abc import Callable
@@ -142,6 +143,17 @@ def mark_wrapper(wrapper: Callable, fix: str, original: Callable) -> Callable:
     return wrapper
 
 
+def stand_in(replacement: Callable, fix: str, original: Callable) -> Callable:
+    """A marked wrapper that calls ``replacement`` under ``original``'s name and docstring, so
+    that what is installed is recognisably ours and unwraps to ``original``."""
+
+    @functools.wraps(original)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return replacement(*args, **kwargs)
+
+    return mark_wrapper(wrapper, fix, original)
+
+
 def is_our_wrapper(obj: Any, fix: str) -> bool:
     return getattr(obj, WRAPPER_MARK, None) == fix
 
@@ -238,6 +250,21 @@ class HookState:
     def set(self, active: bool, reason: str, details: dict[str, Any]) -> HookStatus:
         self.status = HookStatus(self.fix, active, reason, details)
         return self.status
+
+    def gate(
+        self,
+        env_var: str,
+        off_reason: str,
+        check: Callable[[], tuple[bool, str, dict[str, Any]]],
+        details: dict[str, Any],
+    ) -> HookStatus | None:
+        """The inactive status when ``env_var`` is ``0`` or ``check()`` refuses (its counts go
+        into ``details`` either way); None when the hook may install."""
+        if os.environ.get(env_var, "1") == "0":
+            return self.set(False, f"turned off by {env_var}=0: {off_reason}", details)
+        allowed, why, counts = check()
+        details.update(counts)
+        return None if allowed else self.set(False, why, details)
 
     def reset(self) -> None:
         """Undo every patch and forget counters and status (the hook's ``uninstall``)."""

@@ -24,8 +24,6 @@ cost nothing and so does the fix; it is installed there too, so every backend ru
 
 from __future__ import annotations
 
-import functools
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -141,30 +139,21 @@ def install(buffer_cls: type | None = None) -> HookStatus:
     if buffer_cls is None:
         from mjlab.utils.buffers.circular_buffer import CircularBuffer as buffer_cls
     details: dict[str, Any] = {"class": f"{buffer_cls.__module__}.{buffer_cls.__qualname__}"}
-    if os.environ.get(ENV_VAR, "1") == "0":
-        why = f"turned off by {ENV_VAR}=0: mjlab's own buffer, two host syncs per call"
-        return _state.set(False, why, details)
-    allowed, why, counts = check(buffer_cls)
-    details.update(counts)
-    if not allowed:
-        return _state.set(False, why, details)
-    _patches.replace(buffer_cls, "append", _marked(append, buffer_cls.append))
-    _patches.replace(buffer_cls, "__getitem__", _marked(read, buffer_cls.__getitem__))
+    off = "mjlab's own buffer, two host syncs per call"
+    refused = _state.gate(ENV_VAR, off, lambda: check(buffer_cls), details)
+    if refused:
+        return refused
+    _patches.replace(buffer_cls, "append", _hook.stand_in(append, FIX, buffer_cls.append))
+    _patches.replace(
+        buffer_cls, "__getitem__", _hook.stand_in(read, FIX, buffer_cls.__getitem__)
+    )
     return _state.set(
         True,
         "delay buffers append and read without host syncs (same values; "
-        f"{counts['host_reads_before']} host reads on the check, {counts['host_reads_after']} "
+        f"{details['host_reads_before']} host reads on the check, {details['host_reads_after']} "
         "with the fix)",
         details,
     )
-
-
-def _marked(replacement: Callable, original: Callable) -> Callable:
-    @functools.wraps(original)
-    def method(*args: Any, **kwargs: Any) -> Any:
-        return replacement(*args, **kwargs)
-
-    return _hook.mark_wrapper(method, FIX, original)
 
 
 def uninstall() -> None:

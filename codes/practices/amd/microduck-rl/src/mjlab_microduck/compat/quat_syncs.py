@@ -24,8 +24,6 @@ so does the fix; it is installed there too, so every backend runs the same code.
 
 from __future__ import annotations
 
-import functools
-import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -146,33 +144,22 @@ def install() -> HookStatus:
         importlib.import_module(name)
     original = _hook.unwrap_ours(getattr(sys.modules[MODULES[0]], FUNCTION))
     details: dict[str, Any] = {"function": f"{MODULES[0]}.{FUNCTION}"}
-    if os.environ.get(ENV_VAR, "1") == "0":
-        why = f"turned off by {ENV_VAR}=0: mjlab's own conversion, two host syncs per call"
-        return _state.set(False, why, details)
-    allowed, why, counts = check(original)
-    details.update(counts)
-    if not allowed:
-        return _state.set(False, why, details)
+    off = "mjlab's own conversion, two host syncs per call"
+    refused = _state.gate(ENV_VAR, off, lambda: check(original), details)
+    if refused:
+        return refused
     modules = _importers(original)
-    replacement = _marked(original)
+    replacement = _hook.stand_in(quat_from_matrix, FIX, original)
     for module in modules:
         _state.patches.replace(module, FUNCTION, replacement)
     details["modules"] = [module.__name__ for module in modules]
     return _state.set(
         True,
         f"rotation matrices convert to quaternions without host syncs (same values; "
-        f"{counts['host_reads_before']} host reads on the check, {counts['host_reads_after']} "
+        f"{details['host_reads_before']} host reads on the check, {details['host_reads_after']} "
         f"with the fix), in {len(modules)} mjlab modules",
         details,
     )
-
-
-def _marked(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    @functools.wraps(original)
-    def sync_free(matrix: Any) -> Any:
-        return quat_from_matrix(matrix)
-
-    return _hook.mark_wrapper(sync_free, FIX, original)
 
 
 def uninstall() -> None:
