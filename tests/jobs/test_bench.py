@@ -755,6 +755,8 @@ def test_quick_run_on_cpu_writes_a_valid_record(tmp_path):
     assert record.summary["ratio.sync_free_over_buffer_syncs.n4"] > 0
     assert record.summary["fixes.frozen_broadphase.n4.frozen_calls"] > 0
     assert "graph" in record.summary["fixes.skipped.graph"]
+    hooks = record.summary["hooks_active"].split(",")
+    assert {"buffer_syncs", "quat_syncs"} <= set(hooks) and "manager_graphs" not in hooks
     # Published copy: record + CSV, hashes verified, refuses a second publication.
     dest = tmp_path / "book" / "bench_test"
     published = bench.publish(run_dir, dest)

@@ -792,9 +792,10 @@ def fix_plan(
     """The cases that can run on ``backend`` and, for the others, why not.
 
     ``eager`` is always the per-step-broadphase, no-graph case that the ROCm fixes produce, so
-    the broadphase and graph ratios compare against it. The :data:`SYNC_HOOKS` cases (last) are
-    the default stepping of the backend with one of those hooks out; each runs only where its
-    hook is active.
+    the broadphase and graph ratios compare against it. ``manager_graphs`` (GPUs only) is the
+    default stepping with the opt-in hook of that name on. The :data:`SYNC_HOOKS` cases (last)
+    are the default stepping with one of those hooks out; each runs only where its hook is
+    active (the conversion's on GPUs only).
     """
     frozen = FixCase(
         "frozen_broadphase", "frozen_fault", UNGUARDED_TASK_ID,
@@ -1497,6 +1498,15 @@ def identical_run(root: Path, request: BenchRequest) -> tuple[Path, records.RunR
     return run_dir, record
 
 
+def hooks_active() -> str:
+    """The compat hooks acting in this process, comma-separated: what the measured stepping
+    was (``MICRODUCK_MANAGER_GRAPHS=1`` before a run adds ``manager_graphs``, say)."""
+    from mjlab_microduck import compat
+
+    compat.install_all()
+    return ",".join(status.fix for status in compat.report() if status.active)
+
+
 def run(request: BenchRequest, stream: TextIO | None = None) -> tuple[Path, records.RunRecord]:
     """Run the requested sections and write ``record.json`` + ``bench.csv`` into a new run dir.
 
@@ -1535,6 +1545,7 @@ def run(request: BenchRequest, stream: TextIO | None = None) -> tuple[Path, reco
         records.write_record(record, run_dir)
         started = time.monotonic()
         results = BenchResults()
+        results.extra["hooks_active"] = hooks_active()
         done: list[str] = []
         progress = lambda: {"sections_done": ",".join(done)}  # noqa: E731
         try:
