@@ -70,3 +70,13 @@ def test_bad_device_string_is_refused():
 
 def test_a_default_request_trains_the_books_task():
     assert TrainRequest(name="t").task == TASK_ID
+
+
+def test_a_manager_graphs_mode_the_trainer_would_ignore_is_refused_in_one_line(
+    capsys, monkeypatch, tmp_path
+):
+    monkeypatch.setenv("MICRODUCK_MANAGER_GRAPHS", "yes")
+    assert main(["--task", TASK_ID, "--logs-root", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "MICRODUCK_MANAGER_GRAPHS='yes'" in err[0]
+    assert not (tmp_path / "runs").exists()
