@@ -1275,29 +1275,19 @@ def _run_training(ctx: _Ctx) -> None:
             ctx.say(f"training n={n}: FAILED {_one_line(err)}")
 
 
-def _broadphase_fix_active() -> bool:
-    from mjlab_microduck.compat import broadphase
+def _hook_active(name: str) -> bool:
+    """Whether the compat hook ``name`` acts in this process."""
+    import importlib
 
-    return broadphase.status().active
-
-
-def _buffer_fix_active() -> bool:
-    from mjlab_microduck.compat import buffer_syncs
-
-    return buffer_syncs.status().active
-
-
-def _quat_fix_active() -> bool:
-    from mjlab_microduck.compat import quat_syncs
-
-    return quat_syncs.status().active
+    return importlib.import_module(f"mjlab_microduck.compat.{name}").status().active
 
 
 def _run_fixes(ctx: _Ctx) -> None:
     req = ctx.request
     backend = backend_of.warp_backend(req.device)
     cases, skipped = fix_plan(
-        backend, _broadphase_fix_active(), _buffer_fix_active(), _quat_fix_active()
+        backend, _hook_active("broadphase"), _hook_active("buffer_syncs"),
+        _hook_active("quat_syncs"),
     )
     ctx.results.extra["fixes.backend"] = backend
     for name, reason in skipped.items():
@@ -1407,7 +1397,7 @@ def _run_launches(ctx: _Ctx) -> None:
     req = ctx.request
     labels = [c.label for c in BREAKDOWN_COMPONENTS]
     variants: dict[str, Callable[[], Any]] = {"": contextlib.nullcontext}
-    if _buffer_fix_active():
+    if _hook_active("buffer_syncs"):
         variants["_mjlab_buffers"] = mjlab_buffers
     for n in req.launches_envs:
         try:

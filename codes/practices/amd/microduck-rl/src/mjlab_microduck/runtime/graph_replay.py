@@ -61,8 +61,6 @@ class RecordedOps:
     the same tensors. A functional operator's result is copied into the tensor the call made,
     so later operators (and Python) read it there, as they read a graph's memory."""
 
-    name = "recorded"
-
     def capture(self, fn: Callable[[], Any]) -> tuple[Any, Any]:
         from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -99,8 +97,6 @@ class RecordedOps:
 class CudaGraph:
     """``torch.cuda.CUDAGraph`` capture on the current device, every graph in one memory pool.
     Capture records without running, so :meth:`capture` replays once for the call itself."""
-
-    name = "cuda"
 
     def __init__(self) -> None:
         self.pool: Any = None
@@ -139,11 +135,11 @@ def backend_for(device: str, emulate: bool = False) -> RecordedOps | CudaGraph |
 Path = tuple[Any, ...]  # attribute names and dict keys from the root, in order
 
 
-def reachable(root: Any, owns: Callable[[Any], bool], depth: int | None = None) -> dict[Path, Any]:
-    """Objects reachable from ``root`` through attributes, dicts, lists and tuples (at most
-    ``depth`` steps away; every one when None), of which ``owns(obj)`` holds (dicts count as
-    owned), each under the shortest path to it. Lists and tuples are walked but not owned
-    (their items have no name to be rebound under)."""
+def reachable(root: Any, owns: Callable[[Any], bool]) -> dict[Path, Any]:
+    """Objects reachable from ``root`` through attributes, dicts, lists and tuples, however
+    deep, of which ``owns(obj)`` holds (dicts count as owned), each under the shortest path to
+    it. Lists and tuples are walked but not owned (their items have no name to be rebound
+    under)."""
     import torch
 
     found: dict[Path, Any] = {}
@@ -164,8 +160,7 @@ def reachable(root: Any, owns: Callable[[Any], bool], depth: int | None = None) 
             children = [(value, (*path, name)) for name, value in vars(obj).items()]
         else:
             continue
-        if depth is None or len(path) < depth:
-            todo.extend(children)
+        todo.extend(children)
     return found
 
 
@@ -286,7 +281,6 @@ class GraphedCall:
     backend: Any
     key: Callable[[], Hashable] = lambda: None
     warmup: int = 3
-    depth: int | None = None
     graphs: dict[Hashable, Captured] = field(default_factory=dict)
     calls: dict[Hashable, int] = field(default_factory=dict)
     replays: int = 0
@@ -294,7 +288,7 @@ class GraphedCall:
     _last_effect: dict[Hashable, dict] = field(default_factory=dict)
 
     def objects(self) -> dict[Path, Any]:
-        return reachable(self.root, self.owns, self.depth)
+        return reachable(self.root, self.owns)
 
     def __call__(self) -> Any:
         if self.unsafe is not None:
