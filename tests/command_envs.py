@@ -14,12 +14,15 @@ from mjlab_microduck.tasks.velocity import env_cfg_of_task
 
 
 @contextmanager
-def cpu_env(task: str, num_envs: int, seed: int) -> Iterator[ManagerBasedRlEnv]:
-    """``task``'s training env on the CPU with ``num_envs`` envs, reset, closed afterwards."""
+def cpu_env(
+    task: str, num_envs: int, seed: int, device: str = "cpu"
+) -> Iterator[ManagerBasedRlEnv]:
+    """``task``'s training env with ``num_envs`` envs, reset, closed afterwards; on the CPU
+    unless a GPU test names its ``device``."""
     cfg = env_cfg_of_task(task)
     cfg.scene.num_envs = num_envs
     cfg.seed = seed
-    env = ManagerBasedRlEnv(cfg=cfg, device="cpu")
+    env = ManagerBasedRlEnv(cfg=cfg, device=device)
     env.reset()
     try:
         yield env

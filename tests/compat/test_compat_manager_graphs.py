@@ -33,15 +33,16 @@ def graphs(monkeypatch):
     manager_graphs.install()
 
 
-def _steps(count: int) -> list:
-    """``count`` steps of the walker on the CPU (6 envs, random actions that make robots fall
-    and reset), everything an env step hands out, and the hook's status at the end."""
+def _steps(count: int, num_envs: int = 6, device: str = "cpu") -> list:
+    """``count`` steps of the walker (on the CPU: 6 envs; random actions that make robots
+    fall and reset), everything an env step hands out."""
     generator = torch.Generator().manual_seed(5)
     out = []
-    with cpu_env(WALKER, 6, seed=4) as env:
+    with cpu_env(WALKER, num_envs, seed=4, device=device) as env:
         torch.manual_seed(2)
         for _ in range(count):
-            action = torch.randn(6, env.action_manager.total_action_dim, generator=generator)
+            action = torch.randn(num_envs, env.action_manager.total_action_dim,
+                                 generator=generator).to(device)  # fmt: skip
             obs, reward, terminated, truncated, extras = env.step(action)
             log = {k: v.clone() for k, v in extras["log"].items() if isinstance(v, torch.Tensor)}
             out.append([obs["actor"].clone(), obs["critic"].clone(), reward.clone(),
@@ -91,6 +92,38 @@ def test_replayed_managers_step_the_walker_exactly_as_plain_ones(graphs):
         assert all(torch.equal(x, y) for x, y in zip(a[:5], b[:5], strict=True)), index
         assert a[5].keys() == b[5].keys(), index
         assert all(torch.equal(a[5][k], b[5][k]) for k in a[5]), index
+
+
+def _largest_difference(a: list, b: list) -> float:
+    """The largest absolute difference between two runs of ``_steps``, over every step,
+    output and logged metric."""
+    largest = 0.0
+    for step_a, step_b in zip(a, b, strict=True):
+        pairs = list(zip(step_a[:5], step_b[:5], strict=True))
+        pairs += [(step_a[5][k], step_b[5][k]) for k in step_a[5]]
+        for x, y in pairs:
+            largest = max(largest, float((x.double() - y.double()).abs().max()))
+    return largest
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU (torch.cuda); its CPU "
+                    "sibling is test_replayed_managers_step_the_walker_exactly_as_plain_ones")
+def test_on_a_gpu_cuda_graphs_step_the_walker_as_plain_calls(graphs):
+    """CUDA graphs (mode 1), 256 envs, 40 steps: both managers captured, none left eager, and
+    replayed steps differ from plain ones no more than two plain runs differ from each other
+    (GPU physics need not repeat bit for bit), or by at most 1e-5."""
+    graphs("0")
+    plain = _steps(40, num_envs=256, device="cuda")
+    again = _steps(40, num_envs=256, device="cuda")
+    graphs("1")
+    replayed = _steps(40, num_envs=256, device="cuda")
+    details = manager_graphs.status().details
+    assert details["eager"] == {} and details["graphs"] == 2
+    assert details["replays"] == 2 * (40 - 4)
+    assert sum(int(step[3].sum()) for step in plain) >= 3  # resets happened
+    spread = _largest_difference(plain, again)
+    assert _largest_difference(plain, replayed) <= max(spread, 1e-5), spread
 
 
 def test_the_observation_manager_is_left_eager_for_its_buffers_write_position(monkeypatch):
