@@ -119,7 +119,7 @@ def test_on_a_gpu_cuda_graphs_step_the_walker_as_plain_calls(graphs):
     graphs("1")
     replayed = _steps(40, num_envs=256, device="cuda")
     details = manager_graphs.status().details
-    assert details["eager"] == {} and details["graphs"] == 2
+    assert details["eager"] == {} and details["graphs"] == 2, details["eager"]
     assert details["replays"] == 2 * (40 - 4)
     assert sum(int(step[3].sum()) for step in plain) >= 3  # resets happened
     spread = _largest_difference(plain, again)
@@ -146,6 +146,42 @@ def test_the_observation_manager_is_left_eager_for_its_buffers_write_position(mo
     assert details["managers"] == 1 and details["replays"] == 0
     for a, b in zip(plain, watched, strict=True):
         assert all(torch.equal(x, y) for x, y in zip(a[:5], b[:5], strict=True))
+
+
+def test_the_report_line_says_what_the_hook_did_and_reads_back_as_record_keys(graphs):
+    assert graphs("0") and manager_graphs.report_line() is None
+    assert manager_graphs.read_report(["Learning iteration 1/2"]) == {}
+    graphs("emulate")
+    _steps(6)
+    line = manager_graphs.report_line()
+    assert manager_graphs.read_report(["noise", line, "more noise"]) == {
+        "manager_graphs.graphs": 2, "manager_graphs.replays": 2 * (6 - 4),
+        "manager_graphs.managers": 2,
+    }  # fmt: skip
+    failed = manager_graphs.REPORT_PREFIX + (
+        '{"graphs": 1, "replays": 9, "managers": 2, '
+        '"eager": {"RewardManager": "capture failed: not permitted"}}'
+    )
+    assert manager_graphs.read_report([line, failed]) == {
+        "manager_graphs.graphs": 1, "manager_graphs.replays": 9, "manager_graphs.managers": 2,
+        "manager_graphs.eager.RewardManager": "capture failed: not permitted",
+    }  # fmt: skip
+
+
+def test_the_trainer_ends_its_log_with_the_report_when_the_hook_is_on(graphs, monkeypatch,
+                                                                      capsys):  # fmt: skip
+    import mjlab.scripts.train
+
+    from mjlab_microduck.jobs import train
+
+    monkeypatch.setattr(mjlab.scripts.train, "main", lambda: print("trained"))
+    graphs("emulate")
+    train._mjlab_entry([])
+    shown = capsys.readouterr().out.splitlines()
+    assert shown[0] == "trained" and manager_graphs.read_report(shown)["manager_graphs.graphs"] == 0
+    graphs("0")
+    train._mjlab_entry([])
+    assert capsys.readouterr().out.splitlines() == ["trained"]
 
 
 def test_on_a_cpu_mode_1_keeps_the_managers_eager(graphs):

@@ -129,6 +129,40 @@ def test_a_host_read_keeps_the_call_eager_and_its_result_stands():
     assert torch.equal(call(), torch.zeros(4)) and call.replays == 0
 
 
+class ReadOnly:
+    """Shaped like mjlab's ``WarpBridge``: it refuses every assignment."""
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_struct", torch.zeros(2))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Cannot set attribute {name!r} on ReadOnly")
+
+
+class FailedCapture:
+    """A CUDA capture that fails part-way: the call's Python ran, none of its kernels did."""
+
+    def capture(self, fn):  # noqa: ANN001, ANN201
+        fn()
+        raise graph_replay.GraphUnsafe("capture failed: operation not permitted when capturing")
+
+    def replay(self, graph: object) -> None:
+        raise AssertionError("nothing was captured")
+
+
+def test_a_failed_capture_puts_back_only_what_it_changed_and_the_call_stays_eager():
+    plain_env = Env()
+    plain = _drive(plain_env, plain_env.term)
+    env = Env()
+    env.bridge = ReadOnly()  # unchanged by the call: a failed capture must leave it alone
+    env.extra = {"kept": 1}
+    call = GraphedCall(fn=env.term, root=env, backend=FailedCapture(), warmup=2,
+                       owns=lambda obj: owns(obj) or isinstance(obj, ReadOnly))  # fmt: skip
+    assert _equal(plain, _drive(env, call))
+    assert call.unsafe == "capture failed: operation not permitted when capturing"
+    assert call.replays == 0 and not call.graphs and env.extra == {"kept": 1}
+
+
 def test_a_counter_keeps_the_call_eager():
     env = Env()
     counter = {"n": 0}

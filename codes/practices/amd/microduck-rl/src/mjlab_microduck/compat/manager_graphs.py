@@ -28,6 +28,7 @@ run measures what it buys.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import weakref
 from collections.abc import Callable, Hashable
@@ -40,6 +41,8 @@ from mjlab_microduck.runtime import graph_replay
 FIX = "manager_graphs"
 ENV_VAR = "MICRODUCK_MANAGER_GRAPHS"
 MODES = ("0", "1", "emulate")
+REPORT_PREFIX = "[microduck] manager_graphs: "
+"""The line a trainer ends with when the hook is on (:func:`report_line`)."""
 CALL_ATTR = "_microduck_graphed_call"  # per manager instance: its GraphedCall, or None (eager)
 
 _state = _hook.HookState(FIX, {"managers": 0})
@@ -151,3 +154,26 @@ def status() -> HookStatus:
         graphs=sum(len(c.graphs) for c in calls),
         eager={f"{c.manager}": c.unsafe for c in calls if c.unsafe is not None},
     )
+
+
+def report_line() -> str | None:
+    """One line saying what the hook did in this process (graphs captured, replays, managers
+    left eager and why), for a trainer's log; None when the hook is off."""
+    current = status()
+    if not current.active:
+        return None
+    details = current.details
+    what = {key: details.get(key, 0) for key in ("graphs", "replays", "managers")}
+    return REPORT_PREFIX + json.dumps({**what, "eager": details.get("eager", {})})
+
+
+def read_report(lines: list[str]) -> dict[str, Any]:
+    """The last :func:`report_line` among ``lines`` as flat record keys
+    (``manager_graphs.graphs``, ``manager_graphs.eager.<manager>``, ...); {} without one."""
+    found = [line for line in lines if line.startswith(REPORT_PREFIX)]
+    if not found:
+        return {}
+    report = json.loads(found[-1][len(REPORT_PREFIX):])
+    flat = {f"{FIX}.{key}": report[key] for key in ("graphs", "replays", "managers")}
+    flat.update({f"{FIX}.eager.{name}": why for name, why in report["eager"].items()})
+    return flat

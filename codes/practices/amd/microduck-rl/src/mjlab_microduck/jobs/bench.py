@@ -1262,6 +1262,8 @@ def _run_training(ctx: _Ctx) -> None:
                         warmup=req.training_warmup, sync=ctx.sync,
                     )  # fmt: skip
                 reading = ctx.memory.read()
+            if _hook_active("manager_graphs"):
+                _record_graphs(ctx.results.extra, f"training.manager_graphs.n{n}")
             peak = _record_memory(ctx.results, f"training.n{n}", reading)
             rows = _iteration_rows("training", n, steps_per_env, samples, peak)
             ctx.results.rows.extend(rows)

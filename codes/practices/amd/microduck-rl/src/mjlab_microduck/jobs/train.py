@@ -506,6 +506,8 @@ def _train(
     summary["checkpoints"] = ",".join(p.name for p in checkpoints)
     summary["last_checkpoint"] = checkpoints[-1].name
     summary.update(warp_log.count_log(run_dir / TRAIN_LOG).summary())
+    log_lines = (run_dir / TRAIN_LOG).read_text(errors="replace").splitlines()
+    summary.update(manager_graphs.read_report(log_lines))
     return record.model_copy(
         update={
             "status": "ok",
@@ -643,6 +645,9 @@ def _mjlab_entry(argv: list[str]) -> None:
 
     sys.argv = ["train", *argv]
     mjlab_train_main()
+    line = manager_graphs.report_line()
+    if line is not None:  # whether the opt-in graphs ran, or why not, for the record
+        print(line, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -187,6 +187,19 @@ def _put(obj: Any, key: Any, value: Any) -> None:
         setattr(obj, key, value)
 
 
+def _undo(objects: dict[Path, Any], before: dict[Slot, Any]) -> None:
+    """Put back the slots of ``objects`` that changed since ``before`` and drop the ones made
+    since: only those, as an object may refuse any assignment (mjlab's ``WarpBridge`` refuses
+    every attribute, to keep the addresses its own CUDA graphs read)."""
+    now = snapshot(objects)
+    for path, name in [*changes(before, now), *(before.keys() - now.keys())]:
+        obj = objects[path]
+        if (path, name) not in before:
+            obj.pop(name) if isinstance(obj, dict) else delattr(obj, name)
+        else:
+            _put(obj, name, before[(path, name)])
+
+
 def _get(obj: Any, key: Any) -> Any:
     return obj[key] if isinstance(obj, dict) else getattr(obj, key)
 
@@ -332,8 +345,7 @@ class GraphedCall:
             self.unsafe = str(error)
             if error.ran:
                 return error.output
-            for (path, name), value in before.items():  # nothing ran: undo Python's half
-                _put(objects[path], name, value)
+            _undo(objects, before)  # nothing ran: undo Python's half
             return self.fn()
         changed = changes(before, snapshot(objects))
         inputs = [(slot, value) for slot, value in before.items()
