@@ -18,7 +18,8 @@ def test_every_table_preset_names_what_it_was_built_on():
     assert table <= set(preset_pages.BUILT_ON)
     # the others are levers registered for the next runs, not trained yet
     registered = set(preset_pages.BUILT_ON) - table
-    assert registered == {"walker_turning_axes_fine_tracking", "walker_turning_axes_fast_start"}
+    assert registered == {"walker_turning_axes_fine_tracking",
+                          "walker_turning_axes_fast_start_standing"}  # fmt: skip
     assert registered <= {p.name for p in tuning.CANDIDATE_PRESETS}
     assert preset_pages.changes(tuning.UPSTREAM) == "the upstream figures"
     for preset in preset_pages.TABLE_PRESETS[1:]:
@@ -74,11 +75,13 @@ def test_preset_table_from_the_published_records():
     more = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_MORE_UPDATES)
     wide_kl = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_WIDE_KL)
     fine_yaw = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FINE_YAW)
+    fast_start = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START)
     levers = {"walker_turning": (turning, alone), "walker_turning_short": (short, ()),
               "walker_turning_axes": (axes, ()), "walker_turning_axes_8192": (axes_8192, ()),
               "walker_turning_axes_more_updates": (more, ()),
               "walker_turning_axes_wide_kl": (wide_kl, ()),
-              "walker_turning_axes_fine_yaw": (fine_yaw, ())}
+              "walker_turning_axes_fine_yaw": (fine_yaw, ()),
+              "walker_turning_axes_fast_start": (fast_start, ())}
     table = preset_pages.preset_table(
         wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW), walker_record=walker_record,
         levers=levers)
@@ -156,6 +159,10 @@ def test_preset_table_from_the_published_records():
         "WALKER_TURNING_AXES_FINE_YAW": (
             fine_yaw, "a narrow yaw-rate term beside the wide one: std 0.15 rad/s, weight 2",
             "(4096 envs each)", 449, "seed 42's model_350, fails 11 conditions"),
+        "WALKER_TURNING_AXES_FAST_START": (
+            fast_start, "fast starts: 50% of the commands drawn at a reset walk straight "
+            "forward at least 0.3 m/s, heading held", "(4096 envs each)", 599,
+            "seed 43's model_550, fails 14 conditions"),
     }  # fmt: skip
     for name, (runs, changed, envs, last, closest) in unpassed.items():
         row = table.loc[name]
@@ -237,3 +244,5 @@ def test_every_table_preset_says_what_it_changed():
     assert preset_pages.changes(tuning.WALKER_TURNING_AXES_FAST_START) == (
         "fast starts: 50% of the commands drawn at a reset walk straight forward at least "
         "0.3 m/s, heading held")
+    assert preset_pages.changes(tuning.WALKER_TURNING_AXES_FAST_START_STANDING) == (
+        "fast starts drawn only among the draws that do not stand")

@@ -613,3 +613,31 @@ def test_chapter_11_states_the_start_tests_as_recorded():
     # "a fold in one robot of a hundred goes unseen almost half the time"
     assert 0.4 < sf.unseen_chance(1 / 100, sf.robots_per_full_case()) < 0.5
 
+
+
+def test_chapter_11_states_the_fast_starts_as_recorded():
+    from mjlab_microduck.book import case_history as ch
+    from mjlab_microduck.book import walker_results as wr
+
+    text = prose("11_time_to_walk.md")
+    groups = {"axes": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES),
+              "fast": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START)}  # fmt: skip
+    folds = ch.case_history_table(groups, "forward_0.4", 400, 600)
+    stand = ch.case_history_table(groups, "stand", 400, 600)
+    closest = sorted(int(run.progress()["failed_conditions"].min()) for run in groups["fast"])
+    last = max(int(run.progress()["iteration"].max()) for run in groups["fast"])
+    assert all(wr.first_passing(run) is None for run in groups["fast"])
+    stated = [
+        f"No checkpoint passes by model_{last}; each seed's closest fails "
+        f"{closest[0]}–{closest[-1]} conditions",
+        f"{folds.loc['fast', 'robots ended']} against {folds.loc['axes', 'robots ended']} over "
+        f"the same {folds.loc['fast', 'checkpoints']} checkpoints",
+        f"the largest move is {stand.loc['fast', 'largest displacement, median (m)']:.3f} m "
+        f"(median over the checkpoints) where `WALKER_TURNING_AXES`'s robots move at most "
+        f"{stand.loc['axes', 'largest displacement, largest (m)']:.3f} m",
+        f"standing fails in {stand.loc['fast', 'failed in']} of "
+        f"{stand.loc['fast', 'checkpoints']} checkpoints",
+        f"trained {last + 1} iterations side by side",
+    ]
+    assert folds.loc["fast", "checkpoints"] == folds.loc["axes", "checkpoints"]
+    assert_stated(text, stated, "chapter 11 does not state the fast starts as recorded")

@@ -80,6 +80,33 @@ def test_a_share_of_the_resets_starts_fast_and_straight_and_holds_its_start_head
     assert term.command_counter.min() > 0 and not term.is_fast_start_env.any()
 
 
+def test_sparing_standing_keeps_every_standing_draw_and_starts_fast_among_the_others(
+    starts_env, monkeypatch
+):
+    """With ``spare_standing``, the standing envs the single-axis draw made at a reset stay
+    standing (none becomes a fast start) and about half of the others start fast."""
+    term = starts_env.command_manager.get_term("twist")
+    drawn = {}
+    parent = axis_command.AxisVelocityCommand._resample_command
+
+    def snapshot(self, env_ids):
+        parent(self, env_ids)
+        drawn["standing"] = self.is_standing_env.clone()
+
+    monkeypatch.setattr(axis_command.AxisVelocityCommand, "_resample_command", snapshot)
+    monkeypatch.setattr(term.cfg, "spare_standing", True)
+    starts_env.reset()
+    standing, fast = term.is_standing_env, term.is_fast_start_env
+    assert int(drawn["standing"].sum()) >= 20  # a tenth of 400 stand; 4 sigma below is 16
+    assert torch.equal(standing, drawn["standing"]) and not (fast & standing).any()
+    moving = int((~standing).sum())
+    assert 0.5 * moving - 4 * (moving * 0.25) ** 0.5 <= int(fast.sum()) <= moving
+    assert tuning.WALKER_TURNING_AXES_FAST_START_STANDING.fast_start.spares_standing
+    monkeypatch.setattr(term.cfg, "spare_standing", False)
+    starts_env.reset()  # without it, fast starts take standing draws too
+    assert int((drawn["standing"] & term.is_fast_start_env).sum()) > 0
+
+
 def test_with_no_share_it_draws_exactly_what_the_axes_command_draws(starts_env):
     command_envs.assert_zero_share_draws_as(
         starts_env.command_manager.get_term("twist"), "rel_fast_start_envs",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ BUILT_ON: dict[str, tuning.VelocityTuning | None] = {
     "walker_turning_axes_fine_yaw": tuning.WALKER_TURNING_AXES,
     "walker_turning_axes_fine_tracking": tuning.WALKER_TURNING_AXES_FINE_YAW,
     "walker_turning_axes_fast_start": tuning.WALKER_TURNING_AXES,
+    "walker_turning_axes_fast_start_standing": tuning.WALKER_TURNING_AXES_FAST_START,
 }  # fmt: skip
 """The preset each one was derived from (None: the upstream figures); the registered levers not
 trained yet too, so that their row reads the same once they are."""
@@ -56,7 +57,8 @@ TABLE_PRESETS = (tuning.UPSTREAM, tuning.BOOK, tuning.GAIT_SLOW, tuning.STEPPING
                  tuning.WALKER_TURNING_SHORT, tuning.WALKER_TURNING_AXES,
                  tuning.WALKER_TURNING_AXES_MORE_UPDATES,
                  tuning.WALKER_TURNING_AXES_WIDE_KL,
-                 tuning.WALKER_TURNING_AXES_FINE_YAW)  # fmt: skip
+                 tuning.WALKER_TURNING_AXES_FINE_YAW,
+                 tuning.WALKER_TURNING_AXES_FAST_START)  # fmt: skip
 ENV_COUNT_LEVERS = {
     walker_results.WALKER_TURNING_AXES_8192.name: (
         walker_results.WALKER_TURNING_AXES_8192, walker_results.WALKER_TURNING_AXES)
@@ -65,7 +67,8 @@ ENV_COUNT_LEVERS = {
 the recipe it trains again); each has a row under the preset both train."""
 LEVERS = ("walker_turning", "walker_turning_short", "walker_turning_axes",
           "walker_turning_axes_more_updates", "walker_turning_axes_wide_kl",
-          "walker_turning_axes_fine_yaw", *ENV_COUNT_LEVERS)  # fmt: skip
+          "walker_turning_axes_fine_yaw", "walker_turning_axes_fast_start",
+          *ENV_COUNT_LEVERS)  # fmt: skip
 """Levers tried on the recipe that passes: their rows need their runs (``preset_table``)."""
 STANDS_BELOW_M = 0.05
 """A preset whose largest 4 s displacement stays below this "stands"."""
@@ -104,8 +107,11 @@ CHANGE_TEXTS: dict[str, Callable[[Any, Any], str]] = {
         f"single-axis envs: {new.envs_fraction:.0%} of the draws that neither stand "
         f"nor turn in place walk along x or y only, at least {new.min_speed_m_s:g} m/s"),
     "fast_start": lambda old, new: (
-        f"fast starts: {new.envs_fraction:.0%} of the commands drawn at a reset walk "
-        f"straight forward at least {new.min_speed_m_s:g} m/s, heading held"),
+        "fast starts drawn only among the draws that do not stand"
+        if old is not None and replace(old, spares_standing=True) == new else
+        f"fast starts: {new.envs_fraction:.0%} of the commands drawn at a reset"
+        + (" that do not stand" if new.spares_standing else "")
+        + f" walk straight forward at least {new.min_speed_m_s:g} m/s, heading held"),
     "fine_yaw": lambda old, new: (
         f"a narrow yaw-rate term beside the wide one: std {new.std_rad_s:g} rad/s, "
         f"weight {new.weight:g}"),

@@ -103,6 +103,13 @@ WALKER_TURNING_AXES_FINE_YAW = Recipe(
     "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningAxesFineYawTuning",
     ("main",),
 )
+# WALKER_TURNING_AXES_FAST_START: WALKER_TURNING_AXES with half the commands drawn at a reset a
+# straight forward walk at 0.3-0.4 m/s (tasks/start_command.py), trained at 4096 envs like it.
+WALKER_TURNING_AXES_FAST_START = Recipe(
+    "walker_turning_axes_fast_start",
+    "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningAxesFastStartTuning",
+    ("main",),
+)
 WALKER_TASK = WALKER.task
 CANDIDATE_GAIT_TEST = "h200_walker_gait_s42_model_550"
 """The gait test of the walker recipe's candidate, kept whole beside the recipe's gait history:

@@ -10,7 +10,8 @@ command of the episode): ``rel_fast_start_envs`` of them walk straight forward, 
 ``min_fast_start_speed_m_s`` fast (up to the range's top speed), with no sideways component
 and the heading held at the heading they start with (mjlab's heading law aims at it from the
 first step, as in the gait test; without the heading command, a yaw rate of 0), until their
-first resample. Later resamples draw as the single-axis command does. With
+first resample. Later resamples draw as the single-axis command does. With ``spare_standing``,
+a draw that stands stays standing: fast starts come only from the draws that move. With
 ``rel_fast_start_envs = 0`` it draws exactly what
 :class:`~mjlab_microduck.tasks.axis_command.AxisVelocityCommand` draws.
 """
@@ -60,6 +61,8 @@ class FastStartVelocityCommand(AxisVelocityCommand):
         draw = torch.rand(len(env_ids), device=self.device) < self.cfg.rel_fast_start_envs
         speed_share = torch.rand(len(env_ids), device=self.device)
         chosen = draw & at_reset
+        if self.cfg.spare_standing:
+            chosen &= ~self.is_standing_env[env_ids]
         ids = env_ids[chosen]
         if len(ids) == 0:
             return
@@ -88,6 +91,7 @@ class FastStartVelocityCommand(AxisVelocityCommand):
 class FastStartVelocityCommandCfg(AxisVelocityCommandCfg):
     rel_fast_start_envs: float = 0.0
     min_fast_start_speed_m_s: float = 0.3
+    spare_standing: bool = False
 
     def __post_init__(self):
         super().__post_init__()
@@ -102,10 +106,13 @@ class FastStartVelocityCommandCfg(AxisVelocityCommandCfg):
 
 
 def with_fast_starts(
-    twist: AxisVelocityCommandCfg, rel_fast_start_envs: float, min_fast_start_speed_m_s: float
+    twist: AxisVelocityCommandCfg,
+    rel_fast_start_envs: float,
+    min_fast_start_speed_m_s: float,
+    spare_standing: bool = False,
 ) -> FastStartVelocityCommandCfg:
     """``twist`` as a fast-start command config: every field of it kept, the share added."""
     return derived_cfg(
         twist, FastStartVelocityCommandCfg, rel_fast_start_envs=rel_fast_start_envs,
-        min_fast_start_speed_m_s=min_fast_start_speed_m_s,
+        min_fast_start_speed_m_s=min_fast_start_speed_m_s, spare_standing=spare_standing,
     )  # fmt: skip

@@ -291,6 +291,7 @@ def _configure_commands(cfg: ManagerBasedRlEnvCfg, tuning: VelocityTuning) -> No
             cfg.commands["twist"],
             tuning.fast_start.envs_fraction,
             tuning.fast_start.min_speed_m_s,
+            spare_standing=tuning.fast_start.spares_standing,
         )
 
 
