@@ -215,7 +215,9 @@ def test_the_published_summary_records_fold_what_they_say():
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES_8192),
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES_MORE_UPDATES),
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES_WIDE_KL),
-                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_FINE_YAW)}  # fmt: skip
+                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_FINE_YAW),
+                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START),
+                              }  # fmt: skip
     counts = {name: r.summary["runs"] for name, r in summaries.items()}
     assert counts == {results.RECIPE_REPLAYS: 5, results.PRESET_HISTORY: 28,
                       wr.gait_history_folder(wr.WALKER): 39,
@@ -237,7 +239,9 @@ def test_the_published_summary_records_fold_what_they_say():
                       # 3 seeds x 17 checkpoints (every 25th from 200, and 599)
                       wr.gait_history_folder(wr.WALKER_TURNING_AXES_WIDE_KL): 51,
                       # 3 seeds x 6 checkpoints (every 50th from 200, and 449)
-                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_FINE_YAW): 18}  # fmt: skip
+                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_FINE_YAW): 18,
+                      # 3 seeds x 8 checkpoints (every 50th from 250, and 599)
+                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START): 24}  # fmt: skip
     for name, record in summaries.items():
         records.verify_artifacts(record, RESULTS / name)
         runs = folds.load_fold(RESULTS / name)

@@ -163,6 +163,23 @@ def test_a_failed_capture_puts_back_only_what_it_changed_and_the_call_stays_eage
     assert call.replays == 0 and not call.graphs and env.extra == {"kept": 1}
 
 
+def test_undo_puts_back_what_changed_drops_what_is_new_and_leaves_the_rest_alone():
+    env = Env()
+    env.bridge = ReadOnly()
+    env.log = {"kept": torch.ones(1), "removed": torch.zeros(1)}
+    objects = graph_replay.reachable(env, lambda obj: owns(obj) or isinstance(obj, ReadOnly))
+    before = graph_replay.snapshot(objects)
+    height, log = env.height, env.log
+    env.height = torch.ones(4)  # rebound
+    env.term.new_attribute = 1  # made
+    del env.log["removed"]  # dropped
+    env.log["new_key"] = torch.ones(1)  # made
+    graph_replay._undo(objects, before)
+    assert env.height is height and env.log is log and not hasattr(env.term, "new_attribute")
+    assert sorted(env.log) == ["kept", "removed"]
+    assert graph_replay.snapshot(objects).keys() == before.keys()
+
+
 def test_a_counter_keeps_the_call_eager():
     env = Env()
     counter = {"n": 0}

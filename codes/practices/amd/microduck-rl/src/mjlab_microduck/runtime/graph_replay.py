@@ -194,10 +194,12 @@ def _undo(objects: dict[Path, Any], before: dict[Slot, Any]) -> None:
     now = snapshot(objects)
     for path, name in [*changes(before, now), *(before.keys() - now.keys())]:
         obj = objects[path]
-        if (path, name) not in before:
-            obj.pop(name) if isinstance(obj, dict) else delattr(obj, name)
-        else:
+        if (path, name) in before:
             _put(obj, name, before[(path, name)])
+        elif isinstance(obj, dict):
+            del obj[name]
+        else:
+            delattr(obj, name)
 
 
 def _get(obj: Any, key: Any) -> Any:
