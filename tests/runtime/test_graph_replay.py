@@ -216,6 +216,21 @@ def test_reachable_finds_owned_objects_by_their_shortest_path_and_resolve_follow
         graph_replay.resolve(env, ("missing", "path"))
 
 
+def test_the_witness_names_the_operator_that_failed_and_the_line_that_called_it():
+    witness = graph_replay.OpWitness()
+    with pytest.raises(RuntimeError), witness:
+        torch.zeros(2).sum()
+        torch.zeros(2) + torch.zeros(3)  # the failing operator, on this line
+    line = test_the_witness_names_the_operator_that_failed_and_the_line_that_called_it
+    expected = f"runtime/test_graph_replay.py:{line.__code__.co_firstlineno + 4}"
+    assert witness.where() == f" (aten.add.Tensor at {expected})"
+    quiet = graph_replay.OpWitness()
+    with quiet:
+        torch.ones(1).neg()
+    assert quiet.where() == " (after aten.neg.default)" and quiet.failed is None
+    assert graph_replay.OpWitness().where() == ""
+
+
 def test_backend_for_a_cpu_is_none_unless_emulated():
     assert graph_replay.backend_for("cpu") is None
     assert isinstance(graph_replay.backend_for("cpu", emulate=True), RecordedOps)

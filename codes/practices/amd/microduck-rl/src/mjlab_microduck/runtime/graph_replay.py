@@ -94,6 +94,54 @@ class RecordedOps:
                     old.copy_(new)
 
 
+class OpWitness:
+    """Inside ``with``: the last PyTorch operator dispatched and, when one raises, which one
+    and where in the code outside torch it was called (``where``). A failed capture says
+    "operation not permitted when stream is capturing"; this says which operator and line."""
+
+    def __init__(self) -> None:
+        self.last: str | None = None
+        self.failed: str | None = None
+
+    def __enter__(self) -> OpWitness:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        witness = self
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+                witness.last = str(func)
+                try:
+                    return func(*args, **(kwargs or {}))
+                except RuntimeError:
+                    if witness.failed is None:
+                        witness.failed = f"{func} at {_caller()}"
+                    raise
+
+        self._mode = Mode()
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._mode.__exit__(*exc)
+
+    def where(self) -> str:
+        if self.failed is not None:
+            return f" ({self.failed})"
+        return f" (after {self.last})" if self.last is not None else ""
+
+
+def _caller() -> str:
+    """``file:line`` of the innermost frame outside torch and this module."""
+    import traceback
+
+    for frame in reversed(traceback.extract_stack()):
+        name = frame.filename.replace("\\", "/")
+        if "/torch/" not in name and frame.filename != __file__:
+            return f"{name.rsplit('/', 2)[-2]}/{name.rsplit('/', 1)[-1]}:{frame.lineno}"
+    return "?"
+
+
 class CudaGraph:
     """``torch.cuda.CUDAGraph`` capture on the current device, every graph in one memory pool.
     Capture records without running, so :meth:`capture` replays once for the call itself."""
@@ -105,11 +153,14 @@ class CudaGraph:
         import torch
 
         graph = torch.cuda.CUDAGraph()
+        witness = OpWitness()
         try:
             with torch.cuda.graph(graph, pool=self.pool, capture_error_mode="thread_local"):
-                output = fn()
-        except RuntimeError as error:  # an operator that syncs, allocates on the host, ...
-            raise GraphUnsafe(f"capture failed: {str(error).splitlines()[0]}") from error
+                with witness:
+                    output = fn()
+        except RuntimeError as error:  # an operator that syncs, copies from the host, ...
+            first = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise GraphUnsafe(f"capture failed: {first}{witness.where()}") from error
         self.pool = graph.pool()
         graph.replay()
         return graph, output
