@@ -126,6 +126,40 @@ def test_on_a_gpu_cuda_graphs_step_the_walker_as_plain_calls(graphs):
     assert _largest_difference(plain, replayed) <= max(spread, 1e-5), spread
 
 
+def test_id_lists_become_the_slices_that_select_the_same_entries():
+    assert manager_graphs.as_slice([3]) == slice(3, 4, 1)
+    assert manager_graphs.as_slice([0, 1, 2]) == slice(0, 3, 1)
+    assert manager_graphs.as_slice([2, 5, 8]) == slice(2, 11, 3)
+    for kept in ([2, 1], [0, 1, 3], [], [1, 1], slice(None), None, (0, 1), [0.0, 1.0]):
+        assert manager_graphs.as_slice(kept) is None, kept
+    data = torch.arange(40).reshape(2, 10, 2)
+    for ids in ([3], [0, 1, 2], [2, 5, 8], [1, 9]):
+        assert torch.equal(data[:, manager_graphs.as_slice(ids)], data[:, ids])
+
+
+def test_a_managers_terms_get_their_own_sliced_copies_of_their_entity_configs():
+    from types import SimpleNamespace
+
+    from mjlab.managers.scene_entity_config import SceneEntityCfg
+
+    shared = SceneEntityCfg("robot")
+    shared.site_ids, shared.body_ids, shared.joint_ids = [4, 5], [0, 2, 3], slice(None)
+    term = SimpleNamespace(params={"asset_cfg": shared, "std": 0.5})
+    replaced = manager_graphs.slice_term_ids(SimpleNamespace(_term_cfgs=[term]))
+    sliced = term.params["asset_cfg"]
+    assert replaced == 1 and sliced is not shared and term.params["std"] == 0.5
+    assert (sliced.site_ids, sliced.body_ids) == (slice(4, 6, 1), [0, 2, 3])
+    assert shared.site_ids == [4, 5]  # the config other managers may hold is left alone
+
+
+def test_the_walkers_managers_index_by_slices_under_the_hook(graphs):
+    graphs("emulate")
+    _steps(2)
+    assert manager_graphs.status().details["sliced_ids"] >= 5
+    graphs("0")
+    assert manager_graphs.status().details.get("sliced_ids", 0) == 0
+
+
 def test_the_observation_manager_is_left_eager_for_its_buffers_write_position(monkeypatch):
     """Its delay buffers keep a Python write position that moves on every call: the watched
     calls see it change and keep the manager eager, and the values stay the plain ones."""

@@ -180,6 +180,29 @@ def test_undo_puts_back_what_changed_drops_what_is_new_and_leaves_the_rest_alone
     assert graph_replay.snapshot(objects).keys() == before.keys()
 
 
+def test_a_python_list_index_keeps_the_call_eager_as_a_gpu_capture_would():
+    """Indexing by a Python list builds the index from host data on every call (a copy to the
+    GPU, which a CUDA capture refuses); a single number written into a buffer does not."""
+    env = Env()
+    buffer = torch.ones(4)
+
+    def fills() -> torch.Tensor:
+        buffer[:] = 0.0
+        return env.term() + buffer
+
+    def picks() -> torch.Tensor:
+        return env.term()[[0, 2]]
+
+    fill = GraphedCall(fn=fills, root=env, owns=owns, backend=RecordedOps(), warmup=1)
+    pick = GraphedCall(fn=picks, root=env, owns=owns, backend=RecordedOps(), warmup=1)
+    for _ in range(3):
+        env.height = torch.rand(4)
+        fill(), pick()
+    assert fill.unsafe is None and fill.replays == 1
+    assert "aten.lift_fresh.default copies Python data to the device at " in pick.unsafe
+    assert "runtime/test_graph_replay.py:" in pick.unsafe and pick.replays == 0
+
+
 def test_a_counter_keeps_the_call_eager():
     env = Env()
     counter = {"n": 0}

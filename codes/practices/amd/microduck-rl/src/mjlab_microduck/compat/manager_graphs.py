@@ -10,8 +10,12 @@ Fix: ``TerminationManager.compute`` and ``RewardManager.compute`` run through
 calls, then captured and replayed, with the Python state the terms keep (a reward term's peak
 heights, a sensor's cache, the episode log's metrics) put back after every replay. The graph
 is keyed by the managers' weights and plain term parameters, so a curriculum that changes a
-weight gets a new graph. A manager whose call cannot be replayed (a host read, effects that
-differ from call to call) stays eager and says why in :func:`status`.
+weight gets a new graph. mjlab's terms index entity data by Python lists of ids
+(``data.site_pos_w[:, asset_cfg.site_ids]``), which a GPU copies from host memory on every call
+and a capture refuses; under the hook each term gets its own copy of its ``SceneEntityCfg`` with
+those lists as the slices that select the same entries (:func:`slice_term_ids`). A manager
+whose call still cannot be replayed (a host read, a copy from the host, effects that differ
+from call to call) stays eager and says why in :func:`status`.
 
 A term that branches on Python state that changes between steps (a step counter) would
 replay the branch taken at capture: the tests compare the walker's replays with plain calls on
@@ -27,7 +31,9 @@ run measures what it buys.
 
 from __future__ import annotations
 
+import copy
 import functools
+import itertools
 import json
 import os
 import weakref
@@ -45,7 +51,7 @@ REPORT_PREFIX = "[microduck] manager_graphs: "
 """The line a trainer ends with when the hook is on (:func:`report_line`)."""
 CALL_ATTR = "_microduck_graphed_call"  # per manager instance: its GraphedCall, or None (eager)
 
-_state = _hook.HookState(FIX, {"managers": 0})
+_state = _hook.HookState(FIX, {"managers": 0, "sliced_ids": 0})
 _calls: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 
 
@@ -92,11 +98,45 @@ def _graphed(original: Callable[..., Any]) -> Callable[..., Any]:
     return _hook.mark_wrapper(compute, FIX, original)
 
 
+ID_FIELDS = ("joint_ids", "body_ids", "geom_ids", "site_ids", "actuator_ids", "tendon_ids")
+"""The id fields of mjlab's ``SceneEntityCfg`` a term indexes entity data with."""
+
+
+def as_slice(ids: Any) -> slice | None:
+    """The slice that selects what the id list ``ids`` selects (one id, or ids ascending by a
+    constant step), else None. Indexing by a Python list copies the list to the GPU on every
+    call, which a CUDA capture refuses; a slice is a view and copies nothing."""
+    if not isinstance(ids, list) or not ids or not all(type(i) is int and i >= 0 for i in ids):
+        return None
+    step = ids[1] - ids[0] if len(ids) > 1 else 1
+    if step <= 0 or any(b - a != step for a, b in itertools.pairwise(ids)):
+        return None
+    return slice(ids[0], ids[-1] + step, step)
+
+
+def slice_term_ids(manager: Any) -> int:
+    """Give each of the manager's terms its own copy of any ``SceneEntityCfg`` parameter, with
+    the id lists that :func:`as_slice` can express as slices; returns how many lists it
+    replaced. The copies are the terms' own: no other manager sees them."""
+    replaced = 0
+    for cfg in getattr(manager, "_term_cfgs", ()):
+        for name, value in list(cfg.params.items()):
+            slices = {f: s for f in ID_FIELDS if (s := as_slice(getattr(value, f, None)))}
+            if slices:
+                sliced = copy.copy(value)
+                for field_name, ids in slices.items():
+                    setattr(sliced, field_name, ids)
+                cfg.params[name] = sliced
+                replaced += len(slices)
+    return replaced
+
+
 def _new_call(manager: Any, original: Callable[..., Any]) -> Any:
     env = manager._env
     backend = graph_replay.backend_for(env.device, emulate=mode() == "emulate")
     if backend is None:
         return None
+    _state.counts["sliced_ids"] += slice_term_ids(manager)
 
     def fn() -> Any:
         args, kwargs = call.arguments

@@ -17,7 +17,8 @@ undone before it:
 
 A call is graph-safe only if those effects are the same on every call: :class:`GraphedCall`
 watches its warm-up calls and keeps a call eager, with the reason, when a plain value it sets
-changes from call to call (a counter), or when the capture reads a value back to the host.
+changes from call to call (a counter), or when the capture reads a value back to the host or
+copies Python data to the device (a Python list used as an index).
 
 Backends: :class:`CudaGraph` captures with ``torch.cuda.CUDAGraph`` on CUDA and HIP devices;
 :class:`RecordedOps` is its CPU stand-in, which records every operator at PyTorch's
@@ -56,6 +57,17 @@ class GraphUnsafe(RuntimeError):
 # --------------------------------------------------------------------------- backends
 
 
+def copies_to_device(operator: str, out: Any) -> bool:
+    """Whether ``operator`` made a tensor of one or more entries from Python data
+    (``torch.tensor([...])``, or a Python list used as an index): on a GPU that tensor is copied
+    from host memory on every call, which a CUDA capture refuses. A single number
+    (``buf[:] = 0.0``) is filled in on the device and does not count."""
+    import torch
+
+    made = operator.startswith("aten.lift_fresh")
+    return made and isinstance(out, torch.Tensor) and out.dim() > 0
+
+
 class RecordedOps:
     """CPU stand-in for a CUDA graph: the operators one call dispatched, replayed in order on
     the same tensors. A functional operator's result is copied into the tensor the call made,
@@ -71,8 +83,10 @@ class RecordedOps:
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
                 kwargs = kwargs or {}
                 if reads_host(str(func), args):
-                    problems.append(f"{func} reads a value back to the host")
+                    problems.append(f"{func} reads a value back to the host at {_caller()}")
                 out = func(*args, **kwargs)
+                if copies_to_device(str(func), out):
+                    problems.append(f"{func} copies Python data to the device at {_caller()}")
                 nodes.append((func, args, kwargs, out))
                 return out
 
