@@ -31,7 +31,7 @@ run measures what it buys.
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import functools
 import itertools
 import json
@@ -121,12 +121,11 @@ def slice_term_ids(manager: Any) -> int:
     replaced = 0
     for cfg in getattr(manager, "_term_cfgs", ()):
         for name, value in list(cfg.params.items()):
+            if not dataclasses.is_dataclass(value):
+                continue
             slices = {f: s for f in ID_FIELDS if (s := as_slice(getattr(value, f, None)))}
             if slices:
-                sliced = copy.copy(value)
-                for field_name, ids in slices.items():
-                    setattr(sliced, field_name, ids)
-                cfg.params[name] = sliced
+                cfg.params[name] = dataclasses.replace(value, **slices)
                 replaced += len(slices)
     return replaced
 

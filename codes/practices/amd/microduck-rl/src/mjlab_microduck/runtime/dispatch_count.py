@@ -55,6 +55,18 @@ def reads_host(operator: str, args: tuple[Any, ...]) -> bool:
         )
     return False
 
+
+def copies_to_device(operator: str, out: Any) -> bool:
+    """Whether ``operator`` made a tensor of one or more entries from Python data
+    (``torch.tensor([...])``, or a Python list used as an index): on a GPU that tensor is copied
+    from host memory on every call, which a CUDA capture refuses. A single number
+    (``buf[:] = 0.0``) is filled in on the device and does not count."""
+    import torch
+
+    made = operator.startswith("aten.lift_fresh")
+    return made and isinstance(out, torch.Tensor) and out.dim() > 0
+
+
 OTHER = "other"
 """The label of what runs outside every labelled part."""
 

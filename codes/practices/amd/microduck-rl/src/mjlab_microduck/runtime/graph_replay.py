@@ -37,7 +37,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mjlab_microduck.runtime.dispatch_count import reads_host
+from mjlab_microduck.runtime.dispatch_count import copies_to_device, reads_host
 
 PLAIN = (bool, int, float, str, type(None))
 """Attribute values compared by value; anything else (but tensors) is compared by type."""
@@ -55,17 +55,6 @@ class GraphUnsafe(RuntimeError):
 
 
 # --------------------------------------------------------------------------- backends
-
-
-def copies_to_device(operator: str, out: Any) -> bool:
-    """Whether ``operator`` made a tensor of one or more entries from Python data
-    (``torch.tensor([...])``, or a Python list used as an index): on a GPU that tensor is copied
-    from host memory on every call, which a CUDA capture refuses. A single number
-    (``buf[:] = 0.0``) is filled in on the device and does not count."""
-    import torch
-
-    made = operator.startswith("aten.lift_fresh")
-    return made and isinstance(out, torch.Tensor) and out.dim() > 0
 
 
 class RecordedOps:
@@ -109,22 +98,30 @@ class RecordedOps:
 
 
 class OpWitness:
-    """Inside ``with``: the last PyTorch operator dispatched and, when one raises, which one
-    and where in the code outside torch it was called (``where``). A failed capture says
-    "operation not permitted when stream is capturing"; this says which operator and line."""
+    """Inside ``with``: the tensors the operators take as arguments, by identity (``read``;
+    each held, so that no identity is reused by a later tensor while the block runs), the last
+    operator dispatched and, when one raises, which one and where in the code outside torch it
+    was called (``where``). A failed capture says "operation not permitted when stream is
+    capturing"; this says which operator and line."""
 
     def __init__(self) -> None:
+        self.read: dict[int, Any] = {}
         self.last: str | None = None
         self.failed: str | None = None
 
     def __enter__(self) -> OpWitness:
+        import torch
         from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.utils._pytree import tree_flatten
 
         witness = self
 
         class Mode(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
                 witness.last = str(func)
+                for arg in tree_flatten((args, kwargs))[0]:
+                    if isinstance(arg, torch.Tensor):
+                        witness.read[id(arg)] = arg
                 try:
                     return func(*args, **(kwargs or {}))
                 except RuntimeError:
@@ -300,32 +297,6 @@ def _signature(changed: dict[Slot, Any]) -> dict[Slot, Any]:
     return {slot: (v if isinstance(v, PLAIN) else type(v)) for slot, v in changed.items()}
 
 
-class _ReadTensors:
-    """The tensors the operators inside ``with`` take as arguments, by identity (each held, so
-    that no identity is reused by a later tensor while the block runs)."""
-
-    def __enter__(self) -> dict[int, Any]:
-        import torch
-        from torch.utils._python_dispatch import TorchDispatchMode
-        from torch.utils._pytree import tree_flatten
-
-        read: dict[int, Any] = {}
-
-        class Mode(TorchDispatchMode):
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
-                for arg in tree_flatten((args, kwargs))[0]:
-                    if isinstance(arg, torch.Tensor):
-                        read[id(arg)] = arg
-                return func(*args, **(kwargs or {}))
-
-        self._mode = Mode()
-        self._mode.__enter__()
-        return read
-
-    def __exit__(self, *exc: object) -> None:
-        self._mode.__exit__(*exc)
-
-
 # --------------------------------------------------------------------------- the call
 
 
@@ -406,7 +377,7 @@ class GraphedCall:
         objects = self.objects()
         before = snapshot(objects)
         try:
-            with _ReadTensors() as read:
+            with OpWitness() as witness:
                 graph, output = self.backend.capture(self.fn)
         except GraphUnsafe as error:
             self.unsafe = str(error)
@@ -416,7 +387,7 @@ class GraphedCall:
             return self.fn()
         changed = changes(before, snapshot(objects))
         inputs = [(slot, value) for slot, value in before.items()
-                  if isinstance(value, torch.Tensor) and id(value) in read]  # fmt: skip
+                  if isinstance(value, torch.Tensor) and id(value) in witness.read]  # fmt: skip
         rebound = [(s, v) for s, v in changed.items() if isinstance(v, torch.Tensor)]
         effects = [(s, v) for s, v in changed.items() if not isinstance(v, torch.Tensor)]
         existing = {id(v) for v in before.values() if isinstance(v, torch.Tensor)}
