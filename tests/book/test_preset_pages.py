@@ -19,7 +19,7 @@ def test_every_table_preset_names_what_it_was_built_on():
     # the others are levers registered for the next runs, not trained yet
     registered = set(preset_pages.BUILT_ON) - table
     assert registered == {"walker_turning_axes_fine_tracking",
-                          "walker_turning_axes_fast_start_standing"}  # fmt: skip
+                          "walker_turning_axes_fast_start_fine_planar"}  # fmt: skip
     assert registered <= {p.name for p in tuning.CANDIDATE_PRESETS}
     assert preset_pages.changes(tuning.UPSTREAM) == "the upstream figures"
     for preset in preset_pages.TABLE_PRESETS[1:]:
@@ -76,12 +76,14 @@ def test_preset_table_from_the_published_records():
     wide_kl = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_WIDE_KL)
     fine_yaw = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FINE_YAW)
     fast_start = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START)
+    fast_start_standing = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START_STANDING)
     levers = {"walker_turning": (turning, alone), "walker_turning_short": (short, ()),
               "walker_turning_axes": (axes, ()), "walker_turning_axes_8192": (axes_8192, ()),
               "walker_turning_axes_more_updates": (more, ()),
               "walker_turning_axes_wide_kl": (wide_kl, ()),
               "walker_turning_axes_fine_yaw": (fine_yaw, ()),
-              "walker_turning_axes_fast_start": (fast_start, ())}
+              "walker_turning_axes_fast_start": (fast_start, ()),
+              "walker_turning_axes_fast_start_standing": (fast_start_standing, ())}
     table = preset_pages.preset_table(
         wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW), walker_record=walker_record,
         levers=levers)
@@ -163,10 +165,15 @@ def test_preset_table_from_the_published_records():
             fast_start, "fast starts: 50% of the commands drawn at a reset walk straight "
             "forward at least 0.3 m/s, heading held", "(4096 envs each)", 599,
             "seed 43's model_550, fails 14 conditions"),
+        "WALKER_TURNING_AXES_FAST_START_STANDING": (
+            fast_start_standing, "fast starts drawn only among the draws that do not stand",
+            "(4096 envs each)", 599, "seed 43's model_599, fails 3 conditions"),
     }  # fmt: skip
     for name, (runs, changed, envs, last, closest) in unpassed.items():
         row = table.loc[name]
-        assert (row["built on"], row["what it changed"]) == ("WALKER_TURNING_AXES", changed)
+        built_on = ("WALKER_TURNING_AXES_FAST_START" if name.endswith("_STANDING")
+                    else "WALKER_TURNING_AXES")  # fmt: skip
+        assert (row["built on"], row["what it changed"]) == (built_on, changed)
         assert [wr.first_passing(r) for r in runs] == [None, None, None]
         assert row["outcome"] == (
             f"no checkpoint of its 3 seeds {envs} passes the gait test by model_{last}; the "
@@ -246,3 +253,5 @@ def test_every_table_preset_says_what_it_changed():
         "0.3 m/s, heading held")
     assert preset_pages.changes(tuning.WALKER_TURNING_AXES_FAST_START_STANDING) == (
         "fast starts drawn only among the draws that do not stand")
+    assert preset_pages.changes(tuning.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR) == (
+        "a narrow planar-velocity term beside the wide one: std 0.1 m/s, weight 2")

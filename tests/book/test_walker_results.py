@@ -456,7 +456,7 @@ def test_a_recipe_published_by_its_gait_tests_alone_has_no_clock():
 
 def test_every_recipe_says_the_env_count_its_training_records_ran():
     recipes = [v for v in vars(wr).values() if isinstance(v, wr.Recipe)]
-    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 13
+    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 14
     checked = 0
     for recipe in recipes:
         for stage in recipe.stages:
@@ -465,7 +465,7 @@ def test_every_recipe_says_the_env_count_its_training_records_ran():
                 if where.is_dir():  # a recipe's seed trained again alone is one seed
                     assert records.load_record(where).config["num_envs"] == recipe.num_envs
                     checked += 1
-    assert checked == 32  # WALKER: 2 stages x 3 seeds; 8 recipes x 3 seeds; two seeds alone
+    assert checked == 35  # WALKER: 2 stages x 3 seeds; 9 recipes x 3 seeds; two seeds alone
 
 
 def test_twice_the_envs_learn_less_per_transition():
@@ -567,6 +567,25 @@ def test_the_time_budget_table_is_the_benchmark_divided_into_the_budget():
     # a longer start-up leaves fewer iterations
     assert (wr.time_budget_table(300.0)["iterations in 10 min"] < table[
         "iterations in 10 min"]).all()
+
+
+def test_graphs_buy_iterations_measured_in_one_session_with_the_hook_off_and_on():
+    table = wr.time_budget_table(100.0, budget_s=600.0, benches=wr.GRAPHS_BENCHES)
+    assert list(table["run"]) == list(wr.GRAPHS_BENCHES) and list(table.index) == [4096, 4096]
+    assert list(table["managers"]) == ["eager", "graphs"]
+    for position, bench in enumerate(wr.GRAPHS_BENCHES):
+        row = table.iloc[position]
+        where = wr._results_root(None) / bench
+        seconds = float(pd.read_csv(where / "bench.csv").query(
+            "section == 'training' and metric == 'iteration_s'")["median"].iloc[0])
+        assert row["s per iteration alone (median)"] == round(seconds, 2)
+        assert row["iterations in 10 min"] == int(500 // seconds)
+        graphs = records.load_record(where).summary.get("training.manager_graphs.n4096.graphs", 0)
+        assert (graphs == 2) == (row["managers"] == "graphs")  # both managers captured when on
+    eager, graphed = table["s per iteration alone (median)"]
+    assert graphed < 0.85 * eager  # what chapter 11 says the graphs buy: more than 15 %
+    # the default bench keeps its one row per env count, launched operator by operator
+    assert set(wr.time_budget_table(100.0)["managers"]) == {"eager"}
 
 
 def test_chapter_4_quotes_the_first_passing_iterations_it_compares_the_budget_with():

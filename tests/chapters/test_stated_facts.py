@@ -641,3 +641,68 @@ def test_chapter_11_states_the_fast_starts_as_recorded():
     ]
     assert folds.loc["fast", "checkpoints"] == folds.loc["axes", "checkpoints"]
     assert_stated(text, stated, "chapter 11 does not state the fast starts as recorded")
+
+
+def test_chapter_11_states_the_fast_starts_that_spare_standing_as_recorded():
+    from mjlab_microduck.book import case_history as ch
+    from mjlab_microduck.book import walker_results as wr
+    from mjlab_microduck.tasks import tuning
+
+    text = prose("11_time_to_walk.md")
+    groups = {"axes": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES),
+              "fast": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START),
+              "spared": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START_STANDING)}
+    folds = ch.case_history_table(groups, "forward_0.4", 400, 600)
+    stand = ch.case_history_table(groups, "stand", 400, 600)
+    slow = ch.case_history_table(groups, "forward_0.1", 400, 600)
+    assert stand.loc["spared", "failed in"] == 0
+    assert all(wr.first_passing(run) is None for run in groups["spared"])
+    seed_43 = groups["spared"][1].progress().set_index("iteration")["failed_conditions"]
+    wide, fine = tuning.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR, tuning.FinePlanarTracking()
+    stated = [
+        f"no robot moves more than "
+        f"{stand.loc['spared', 'largest displacement, largest (m)']:.3f} m",
+        f"fall again, to {folds.loc['spared', 'robots ended']} against "
+        f"{folds.loc['fast', 'robots ended']} and {folds.loc['axes', 'robots ended']}",
+        f"seed 43's model_599 fails {seed_43.loc[599]} conditions",
+        f"the case fails in {slow.loc['spared', 'failed in']} of "
+        f"{slow.loc['spared', 'checkpoints']} checkpoints",
+        f"the largest move is {slow.loc['spared', 'largest displacement, median (m)']:.3f} m, "
+        f"median over the checkpoints, of the {0.1 * 10:g} m asked",
+        f"(std {wide.lin_vel_std_m_s:g} m/s) a robot that stands still when told 0.1 m/s keeps "
+        f"{wide.standing_tracking_reward(0.1):.0%}".replace("%", " %"),
+        f"(std {fine.std_m_s:g} m/s) beside the wide one, under which standing still at 0.1 m/s "
+        f"keeps {math.exp(-(0.1 / fine.std_m_s) ** 2):.0%}".replace("%", " %"),
+    ]
+    assert wide.fine_planar == fine
+    assert_stated(text, stated, "chapter 11 does not state the spared standing starts as recorded")
+
+
+def test_chapter_11_states_what_the_manager_graphs_buy_as_recorded():
+    from mjlab_microduck.book import walker_results as wr
+
+    text = prose("11_time_to_walk.md")
+    start_up = wr.start_up_s(wr.seed_run(42, recipe=wr.WALKER_HEADING_ALONE))
+    eager, graphs = (row for _, row in
+                     wr.time_budget_table(start_up, benches=wr.GRAPHS_BENCHES).iterrows())
+    assert (eager["managers"], graphs["managers"]) == ("eager", "graphs")
+    seconds = "s per iteration alone (median)"
+    side = wr.time_to_walk_table({
+        "graphs": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START_STANDING),
+        "eager": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START)})
+    # the side-by-side trainings ran with the hook on and off, as the text says
+    def graphs_of(recipe):
+        return [record.summary.get("manager_graphs.graphs", 0)
+                for run in wr.seed_runs(recipe=recipe) for _, record in run.stages]
+
+    assert min(graphs_of(wr.WALKER_TURNING_AXES_FAST_START_STANDING)) >= 2
+    assert set(graphs_of(wr.WALKER_TURNING_AXES_FAST_START)) == {0}
+    stated = [
+        f"from {eager[seconds]:.2f} s to {graphs[seconds]:.2f} s, "
+        f"{1 - graphs[seconds] / eager[seconds]:.0%} less".replace("%", " %"),
+        f"buys {graphs['iterations in 10 min']} iterations in ten minutes at this start-up "
+        f"instead of {eager['iterations in 10 min']}",
+        f"took {side.loc['graphs', 's per iteration (median)']:.2f} s per iteration with graphs",
+        f"against {side.loc['eager', 's per iteration (median)']:.2f} s without",
+    ]
+    assert_stated(text, stated, "chapter 11 does not state what the graphs buy as recorded")

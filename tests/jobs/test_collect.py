@@ -18,14 +18,15 @@ LOG_DIR = "logs/rsl_rl/microduck_velocity/2026-01-02_03-04-05_drv"
 
 
 def _gait(out: Path, name: str, checkpoint: Path, status: str = "ok",
-          folder: str = collect.GAIT_DIR) -> Path:  # fmt: skip
+          folder: str = collect.GAIT_DIR, passed: bool = False) -> Path:  # fmt: skip
     where = out / folder / name
     where.mkdir(parents=True)
     (where / gait_test.PATHS_FILENAME).write_text("t,x\n0,0\n")
     (where / gait_test.VERDICT_FILENAME).write_text("{}\n")
     record = run_fakes.record(
         run_id=name, kind="gait_test", status=status,
-        config={"checkpoint": str(checkpoint)}, summary={"passed": False, "failed_conditions": 3},
+        config={"checkpoint": str(checkpoint)},
+        summary={"passed": passed, "failed_conditions": 0 if passed else 3},
         artifacts=[records.artifact(where / gait_test.PATHS_FILENAME, where, "paths"),
                    records.artifact(where / gait_test.VERDICT_FILENAME, where, "verdict")],
     )  # fmt: skip
@@ -98,6 +99,27 @@ def test_a_start_test_is_published_beside_the_gait_tests_under_its_own_word(out,
     start = dest / collect.START_DIR / "h200_walker_start_s42_model_250"
     assert not (start / gait_test.PATHS_FILENAME).exists()
     records.verify_artifacts(records.load_record(start), start)
+
+
+def test_a_checkpoint_that_passed_is_collected_slim_whatever_its_iteration(out, tmp_path):
+    run42 = out / collect.RUNS_DIR / "20260102T030405Z_walker_s42"
+    _gait(out, "20260102T040000Z_gait_walker_s42_model_250", run42 / LOG_DIR / "model_250.pt",
+          passed=True)  # fmt: skip
+    _gait(out, "20260102T040001Z_gait_walker_s42_model_300", run42 / LOG_DIR / "model_300.pt")
+    # a start test that passed is not a walker: its checkpoint stays behind
+    _gait(out, "20260102T040002Z_start_walker_s42_model_350", run42 / LOG_DIR / "model_350.pt",
+          folder=collect.START_DIR, passed=True)  # fmt: skip
+    dest = tmp_path / "collected"
+    added = collect.collect(collect.CollectRequest(out, dest, prefix="h200_walker",
+                                                   slim_from=1000, slim_passed=True))
+    assert added[0] == "20260102T030405Z_walker_s42: slim model_250.pt"
+    assert "h200_walker_gait_s42_model_250: passed" in added
+    copied = dest / collect.RUNS_DIR / run42.name / LOG_DIR
+    assert sorted(p.name for p in copied.glob("model_*.pt")) == ["model_250.pt"]
+    # without slim_passed the same call copies no checkpoint below slim_from
+    again = tmp_path / "again"
+    collect.collect(collect.CollectRequest(out, again, prefix="h200_walker", slim_from=1000))
+    assert not list(again.rglob("model_*.pt"))
 
 
 def test_a_torn_checkpoint_waits_for_the_next_call(tmp_path):

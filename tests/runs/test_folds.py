@@ -217,6 +217,7 @@ def test_the_published_summary_records_fold_what_they_say():
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES_WIDE_KL),
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES_FINE_YAW),
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START),
+                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START_STANDING),
                               }  # fmt: skip
     counts = {name: r.summary["runs"] for name, r in summaries.items()}
     assert counts == {results.RECIPE_REPLAYS: 5, results.PRESET_HISTORY: 28,
@@ -241,7 +242,9 @@ def test_the_published_summary_records_fold_what_they_say():
                       # 3 seeds x 6 checkpoints (every 50th from 200, and 449)
                       wr.gait_history_folder(wr.WALKER_TURNING_AXES_FINE_YAW): 18,
                       # 3 seeds x 8 checkpoints (every 50th from 250, and 599)
-                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START): 24}  # fmt: skip
+                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START): 24,
+                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START_STANDING): 24,
+                      }  # fmt: skip
     for name, record in summaries.items():
         records.verify_artifacts(record, RESULTS / name)
         runs = folds.load_fold(RESULTS / name)

@@ -35,6 +35,7 @@ BUILT_ON: dict[str, tuning.VelocityTuning | None] = {
     "walker_turning_axes_fine_tracking": tuning.WALKER_TURNING_AXES_FINE_YAW,
     "walker_turning_axes_fast_start": tuning.WALKER_TURNING_AXES,
     "walker_turning_axes_fast_start_standing": tuning.WALKER_TURNING_AXES_FAST_START,
+    "walker_turning_axes_fast_start_fine_planar": tuning.WALKER_TURNING_AXES_FAST_START_STANDING,
 }  # fmt: skip
 """The preset each one was derived from (None: the upstream figures); the registered levers not
 trained yet too, so that their row reads the same once they are."""
@@ -58,7 +59,8 @@ TABLE_PRESETS = (tuning.UPSTREAM, tuning.BOOK, tuning.GAIT_SLOW, tuning.STEPPING
                  tuning.WALKER_TURNING_AXES_MORE_UPDATES,
                  tuning.WALKER_TURNING_AXES_WIDE_KL,
                  tuning.WALKER_TURNING_AXES_FINE_YAW,
-                 tuning.WALKER_TURNING_AXES_FAST_START)  # fmt: skip
+                 tuning.WALKER_TURNING_AXES_FAST_START,
+                 tuning.WALKER_TURNING_AXES_FAST_START_STANDING)  # fmt: skip
 ENV_COUNT_LEVERS = {
     walker_results.WALKER_TURNING_AXES_8192.name: (
         walker_results.WALKER_TURNING_AXES_8192, walker_results.WALKER_TURNING_AXES)
@@ -68,7 +70,7 @@ the recipe it trains again); each has a row under the preset both train."""
 LEVERS = ("walker_turning", "walker_turning_short", "walker_turning_axes",
           "walker_turning_axes_more_updates", "walker_turning_axes_wide_kl",
           "walker_turning_axes_fine_yaw", "walker_turning_axes_fast_start",
-          *ENV_COUNT_LEVERS)  # fmt: skip
+          "walker_turning_axes_fast_start_standing", *ENV_COUNT_LEVERS)  # fmt: skip
 """Levers tried on the recipe that passes: their rows need their runs (``preset_table``)."""
 STANDS_BELOW_M = 0.05
 """A preset whose largest 4 s displacement stays below this "stands"."""

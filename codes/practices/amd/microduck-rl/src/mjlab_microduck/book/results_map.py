@@ -89,7 +89,8 @@ WALKER_TURNING_RUNS = (*recipe_runs(wr.WALKER_TURNING),
                        *recipe_runs(wr.WALKER_TURNING_AXES_MORE_UPDATES),
                        *recipe_runs(wr.WALKER_TURNING_AXES_WIDE_KL),
                        *recipe_runs(wr.WALKER_TURNING_AXES_FINE_YAW),
-                       *recipe_runs(wr.WALKER_TURNING_AXES_FAST_START))  # fmt: skip
+                       *recipe_runs(wr.WALKER_TURNING_AXES_FAST_START),
+                       *recipe_runs(wr.WALKER_TURNING_AXES_FAST_START_STANDING))  # fmt: skip
 WALKER_CI_GAIT = "cpu_walker_heading_gait_s42_model_999"
 """The published walker's gait test on a CPU at ci size (``walker.json``'s ``ci_gait_record``)."""
 
@@ -180,7 +181,8 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
     ChapterRuns(
         "notebooks/11_time_to_walk", "Time to walk",
         (*WALKER_HEADING_RUNS, *WALKER_HEADING_ALONE_RUNS, *WALKER_TURNING_RUNS, wr.ENVS_BENCH,
-         *start_folds.START_TESTS.values(), wr.stage_folder(wr.WALKER, "resume", 42)),
+         *wr.GRAPHS_BENCHES, *start_folds.START_TESTS.values(),
+         wr.stage_folder(wr.WALKER, "resume", 42)),
         "The recipe that passes and every lever tried on it (`walker_results.seed_runs`): "
         "their training clocks (`walker_results.time_to_walk_table`), the recipe's seed 42 and "
         "the turn-in-place lever's seed 43 trained again alone, the single-axis lever by its "
@@ -188,7 +190,9 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
         "their gait tests by transitions, updates and near passes, the heading hold and "
         "command errors (`heading_hold`); the start tests' robots that end their run "
         "(`start_folds.fold_table`); the walker task's PPO iteration alone by env count "
-        "(`walker_results.time_budget_table`); exercise 5 start-tests `WALKER`'s seed 42.",
+        "(`walker_results.time_budget_table`), and at 4096 envs with the managers eager and "
+        "replayed from graphs (`walker_results.GRAPHS_BENCHES`); exercise 5 start-tests "
+        "`WALKER`'s seed 42.",
     ),
     ChapterRuns(
         "book/intro", "The front page", FRONT_PAGE_RUNS,

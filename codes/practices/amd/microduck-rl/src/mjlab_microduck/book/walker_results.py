@@ -110,6 +110,13 @@ WALKER_TURNING_AXES_FAST_START = Recipe(
     "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningAxesFastStartTuning",
     ("main",),
 )
+# WALKER_TURNING_AXES_FAST_START_STANDING: the fast starts drawn only among the draws that do
+# not stand, trained at 4096 envs like it.
+WALKER_TURNING_AXES_FAST_START_STANDING = Recipe(
+    "walker_turning_axes_fast_start_standing",
+    "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningAxesFastStartStandingTuning",
+    ("main",),
+)
 WALKER_TASK = WALKER.task
 CANDIDATE_GAIT_TEST = "h200_walker_gait_s42_model_550"
 """The gait test of the walker recipe's candidate, kept whole beside the recipe's gait history:
@@ -117,6 +124,10 @@ pages plot its robots (``robots.csv``) and the drive page compares with them."""
 ENVS_BENCH = "h200_walker_envs_bench"
 """The walker task's PPO iteration alone on one H200 at 2048, 4096 and 8192 envs (a
 ``microduck bench`` run of its training section)."""
+GRAPHS_BENCHES = ("h200_walker_training_graphs0", "h200_walker_training_graphs1")
+"""The walker task's PPO iteration alone at 4096 envs on one H200, measured twice in one session:
+with the termination and reward managers launched operator by operator, and replayed from CUDA
+graphs (``MICRODUCK_MANAGER_GRAPHS`` 0 and 1, chapter 2)."""
 TIME_TO_WALK_TARGET_S = 600.0
 """The time to walk the book aims at: 10 minutes from launch on one GPU."""
 COMPILE_KEYS = warp_log.COMPILED_KEYS
@@ -403,31 +414,35 @@ def time_budget_table(
     start_up: float,
     budget_s: float = TIME_TO_WALK_TARGET_S,
     results_root: str | Path | None = None,
-    bench: str = ENVS_BENCH,
+    benches: Sequence[str] = (ENVS_BENCH,),
     reference_envs: int = 4096,
 ) -> pd.DataFrame:
     """What ``budget_s`` from launch buys one training alone on the benchmarked GPU, per env
-    count (a row) of ``bench``'s training section: its median seconds per iteration, the
-    iterations that fit after ``start_up`` seconds, the transitions they collect and those
-    transitions counted in iterations of ``reference_envs`` envs."""
-    where = _results_root(results_root) / bench
-    record = records.load_record(where)
-    frame = pd.read_csv(where / "bench.csv")
-    steps = int(record.config["steps_per_env"])
-    timed = frame.query("section == 'training' and metric == 'iteration_s'")
+    count of each of ``benches``' training sections (a row): how its managers ran (``graphs``
+    when the ``manager_graphs`` hook was on), its median seconds per iteration, the iterations
+    that fit after ``start_up`` seconds, the transitions they collect and those transitions
+    counted in iterations of ``reference_envs`` envs."""
     minutes = f"{budget_s / 60.0:g} min"
     rows = []
-    for envs, seconds in zip(timed["num_envs"], timed["median"], strict=True):
-        iterations = int((budget_s - start_up) // seconds)
-        rows.append({
-            "envs": int(envs),
-            "run": bench,
-            "machine": tables.record_machine_text(record),
-            "s per iteration alone (median)": round(float(seconds), 2),
-            f"iterations in {minutes}": iterations,
-            f"transitions in {minutes} (M)": round(iterations * envs * steps / 1e6, 1),
-            f"as {reference_envs}-env iterations": round(iterations * envs / reference_envs),
-        })  # fmt: skip
+    for bench in benches:
+        where = _results_root(results_root) / bench
+        record = records.load_record(where)
+        frame = pd.read_csv(where / "bench.csv")
+        steps = int(record.config["steps_per_env"])
+        timed = frame.query("section == 'training' and metric == 'iteration_s'")
+        hooks = str(record.summary.get("hooks_active", "")).split(",")
+        for envs, seconds in zip(timed["num_envs"], timed["median"], strict=True):
+            iterations = int((budget_s - start_up) // seconds)
+            rows.append({
+                "envs": int(envs),
+                "run": bench,
+                "machine": tables.record_machine_text(record),
+                "managers": "graphs" if "manager_graphs" in hooks else "eager",
+                "s per iteration alone (median)": round(float(seconds), 2),
+                f"iterations in {minutes}": iterations,
+                f"transitions in {minutes} (M)": round(iterations * envs * steps / 1e6, 1),
+                f"as {reference_envs}-env iterations": round(iterations * envs / reference_envs),
+            })  # fmt: skip
     return pd.DataFrame(rows).set_index("envs")
 
 

@@ -8,8 +8,8 @@ borrowed GPU machine can go away before the run ends. :func:`collect` copies tha
 
 - each training run folder, without checkpoints and event files, plus slim copies
   (:func:`~mjlab_microduck.jobs.train.slim_checkpoint`) of its checkpoints from iteration
-  ``slim_from`` on, at their own paths, so that ``microduck records publish`` reads the copy as
-  the run;
+  ``slim_from`` on, and with ``slim_passed`` of every checkpoint a finished gait test passed, at
+  their own paths, so that ``microduck records publish`` reads the copy as the run;
 - each finished gait test under its published name, ``<prefix>_gait_s<seed>_model_<iteration>``,
   with its per-step paths retired (:func:`~mjlab_microduck.runs.folds.retire_artifacts`), and
   each finished start test (``start/``, a second watcher's) as ``<prefix>_start_s<seed>_...``.
@@ -52,6 +52,9 @@ class CollectRequest:
     """the published names' start, e.g. ``h200_walker_turning`` (``<prefix>_gait_s42_model_500``)"""
     slim_from: int = 0
     """slim copies of the checkpoints from this iteration on"""
+    slim_passed: bool = False
+    """also slim copies of the checkpoints that a finished gait test passed, whatever their
+    iteration (a walker to publish)"""
 
     def check(self) -> CollectRequest:
         if not (Path(self.out_dir) / RUNS_DIR).is_dir():
@@ -62,16 +65,19 @@ class CollectRequest:
         return self
 
 
-def _copy_run(run: Path, dest: Path, slim_from: int) -> list[str]:
+def _copy_run(run: Path, dest: Path, slim_from: int, passed: frozenset[Path]) -> list[str]:
     """The run folder without checkpoints and event files (refreshed: it grows while the run
-    goes), and slim copies of the checkpoints not copied yet."""
+    goes), and slim copies of the checkpoints not copied yet: from ``slim_from`` on, and those
+    in ``passed``."""
     done = []
     shutil.copytree(
         run, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.pt", "events.out.*")
     )
     for checkpoint in sorted(run.glob("logs/rsl_rl/*/*/model_*.pt")):
         target = dest / checkpoint.relative_to(run)
-        if target.exists() or names.checkpoint_iteration(checkpoint) < slim_from:
+        wanted = (names.checkpoint_iteration(checkpoint) >= slim_from
+                  or checkpoint.resolve() in passed)  # fmt: skip
+        if target.exists() or not wanted:
             continue
         try:
             train.slim_checkpoint(checkpoint, target)
@@ -99,12 +105,17 @@ def collect(request: CollectRequest) -> list[str]:
     added."""
     out, dest = Path(request.out_dir), Path(request.dest)
     done: list[str] = []
+    tests = [(folder, test, record) for folder in TEST_DIRS
+             for test, record in records.find_records(out / folder)]  # fmt: skip
+    passed = frozenset(
+        Path(record.config["checkpoint"]).resolve() for folder, _, record in tests
+        if request.slim_passed and folder == GAIT_DIR and record.status == "ok"
+        and record.summary.get("passed")
+    )  # fmt: skip
     runs = {}
     for run, record in records.find_records(out / RUNS_DIR):
         runs[run.resolve()] = int(record.config["seed"]["env"])  # as train.record_config
-        done += _copy_run(run, dest / RUNS_DIR / run.name, request.slim_from)
-    tests = [(folder, test, record) for folder in TEST_DIRS
-             for test, record in records.find_records(out / folder)]  # fmt: skip
+        done += _copy_run(run, dest / RUNS_DIR / run.name, request.slim_from, passed)
     for folder, test, record in tests:
         if record.status != "ok":
             continue
