@@ -50,11 +50,33 @@ def _steps(count: int, num_envs: int = 6, device: str = "cpu") -> list:
     return out
 
 
-def test_off_by_default_and_the_managers_untouched(graphs):
+def test_mode_0_leaves_the_managers_untouched(graphs):
     status = graphs("0")
     assert not status.active and "off" in status.reason
     for cls, plain in PLAIN_COMPUTE.items():
         assert cls.__dict__["compute"] is plain
+
+
+def test_auto_is_the_default_and_on_only_with_a_cuda_build_that_sees_a_gpu(graphs, monkeypatch):
+    monkeypatch.delenv(manager_graphs.ENV_VAR, raising=False)
+    assert manager_graphs.mode() == manager_graphs.DEFAULT_MODE == "auto"
+    # this machine: a CPU build or no GPU, so auto leaves the managers untouched
+    status = graphs("auto")
+    assert not status.active and status.reason.startswith("off (MICRODUCK_MANAGER_GRAPHS=auto)")
+    for cls, plain in PLAIN_COMPUTE.items():
+        assert cls.__dict__["compute"] is plain
+    # a CUDA build that sees a GPU: on, by the same wrapper as =1
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.version, "hip", None)
+    assert manager_graphs.auto_reason() is None
+    status = graphs("auto")
+    assert status.active and status.details["mode"] == "auto"
+    assert TerminationManager.__dict__["compute"] is not PLAIN_COMPUTE[TerminationManager]
+    # a HIP build: off until a ROCm run measures the graphs; =1 still turns them on there
+    monkeypatch.setattr(torch.version, "hip", "6.4.0")
+    status = graphs("auto")
+    assert not status.active and "HIP build" in status.reason and "=1" in status.reason
+    assert graphs("1").active
 
 
 def test_an_unknown_mode_is_one_clear_error_and_leaves_the_hook_off(graphs, monkeypatch):

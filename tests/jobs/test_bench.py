@@ -408,7 +408,7 @@ def test_ratios_and_summary_from_rows():
         "ratio.sync_free_over_buffer_syncs.n256": 1.25,
         "ratio.sync_free_over_buffer_syncs.n64": 1.5,
         "ratio.sync_free_over_quat_syncs.n256": 2.0,
-        "ratio.manager_graphs_over_default.n256": 1.5,
+        "ratio.graphs_over_eager_managers.n256": 1.5,
     }
     results = bench.BenchResults(rows=rows, extra={"fixes.backend": "cuda"}, errors=["x"])
     summary = results.summary()
@@ -485,6 +485,12 @@ def test_fix_plan_per_backend():
         "hip", broadphase_fix_active=False, buffer_fix_active=False
     )
     assert [c.name for c in hip_plain] == ["eager", "manager_graphs"]
+    # where graphs are the default (a CUDA build of torch), the case takes them out instead
+    graphed, _ = bench.fix_plan("cuda", False, graphs_default=True)
+    assert [(c.name, c.mode, c.graph) for c in graphed][3] == (
+        "eager_managers", "eager_managers", True)
+    assert "MICRODUCK_MANAGER_GRAPHS=0" in graphed[3].description
+    assert "manager_graphs" not in {c.name for c in graphed}
     assert {"fork_cache", "buffer_syncs", "quat_syncs"} <= set(hip_plain_skipped)
     both, _ = bench.fix_plan("cuda", False, buffer_fix_active=True, quat_fix_active=True)
     assert [(c.name, c.mode, c.graph) for c in both[-2:]] == [
@@ -550,6 +556,33 @@ def test_manager_graphs_case_switches_the_hook_on_only_inside(monkeypatch):
         assert manager_graphs.status().active and manager_graphs.mode() == "1"
     assert not manager_graphs.status().active
     assert manager_graphs.ENV_VAR not in os.environ
+
+
+def test_eager_managers_case_takes_the_default_graphs_out_only_inside(monkeypatch):
+    from mjlab_microduck.compat import manager_graphs
+
+    monkeypatch.setenv(manager_graphs.ENV_VAR, "1")  # graphs on, as auto is on a CUDA build
+    manager_graphs.uninstall()
+    manager_graphs.install()
+    try:
+        case = bench.fix_plan("cuda", False, graphs_default=True)[0][3]
+        with bench.fix_context(case):
+            assert not manager_graphs.status().active
+        assert manager_graphs.status().active
+    finally:
+        monkeypatch.delenv(manager_graphs.ENV_VAR)
+        manager_graphs.uninstall()
+        manager_graphs.install()
+    assert not manager_graphs.status().active  # auto on this CPU: off
+
+
+def test_graphs_ratio_reads_either_case_as_graphs_over_eager_managers():
+    default_on = [_row("fixes", "graph", "env_steps_per_s", 256, 50_000.0),
+                  _row("fixes", "eager_managers", "env_steps_per_s", 256, 40_000.0)]
+    assert bench.derived_ratios(default_on)["ratio.graphs_over_eager_managers.n256"] == 1.25
+    opt_in = [_row("fixes", "eager", "env_steps_per_s", 256, 40_000.0),
+              _row("fixes", "manager_graphs", "env_steps_per_s", 256, 50_000.0)]
+    assert bench.derived_ratios(opt_in)["ratio.graphs_over_eager_managers.n256"] == 1.25
 
 
 def test_frozen_case_switches_the_fault_on_only_inside():
@@ -775,8 +808,9 @@ def test_quick_run_on_gpu_measures_graph_and_eager(tmp_path):
     assert (frame["peak_mem_bytes"] > 0).all()
     fixes = set(frame[frame.section == "fixes"].config)
     if record.provenance.backend == "cuda":
-        assert fixes == {"graph", "eager", "frozen_broadphase", "manager_graphs", "buffer_syncs",
-                         "quat_syncs"}
+        assert fixes == {"graph", "eager", "frozen_broadphase", "eager_managers", "buffer_syncs",
+                         "quat_syncs"}  # graphs are the default on a CUDA build
+        assert record.summary["ratio.graphs_over_eager_managers.n256"] > 0
         assert record.summary["fixes.graph.n256.graph_captured"] is True
         assert record.summary["fixes.buffer_syncs.n256.graph_captured"] is True
         assert "ratio.sync_free_over_buffer_syncs.n256" in record.summary

@@ -152,7 +152,7 @@ def test_run_writes_checkpoints_events_and_an_ok_record(first, runs_root):
     assert on_disk.config["num_envs"] == ENVS and on_disk.config["iterations"] == ITERATIONS
     assert on_disk.config["sync_free_buffers"] is True  # the default; =0 in the env turns it off
     assert on_disk.config["sync_free_quats"] is True
-    assert on_disk.config["manager_graphs"] == "0"  # off by default: the trainer reports none
+    assert on_disk.config["manager_graphs"] == "auto"  # the default: on a CPU off, no report
     assert not any(key.startswith("manager_graphs.") for key in on_disk.summary)
     assert "--agent.logger" in on_disk.command and "tensorboard" in on_disk.command
     assert {a.path for a in on_disk.artifacts} == {records.SCALARS_FILENAME, TRAIN_LOG}

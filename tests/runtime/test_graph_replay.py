@@ -257,3 +257,12 @@ def test_the_witness_names_the_operator_that_failed_and_the_line_that_called_it(
 def test_backend_for_a_cpu_is_none_unless_emulated():
     assert graph_replay.backend_for("cpu") is None
     assert isinstance(graph_replay.backend_for("cpu", emulate=True), RecordedOps)
+
+
+def test_a_cuda_graph_captures_on_the_envs_own_device(monkeypatch):
+    # a capture records only the capturing device's stream: on a second GPU the current
+    # device (the first) would leave the call out of the graph
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    backend = graph_replay.backend_for("cuda:1")
+    assert isinstance(backend, graph_replay.CudaGraph)
+    assert backend.device == torch.device("cuda", 1)

@@ -15,8 +15,9 @@ buffer_syncs    mjlab's delay buffers without host syncs (every backend; the sam
 quat_syncs      mjlab's rotation-matrix-to-quaternion conversion without boolean-mask indexing
                 (every backend; the same values): every site position and the feet's
                 terrain-height sensor go through it, so it synced after every physics step
-manager_graphs  opt-in (``MICRODUCK_MANAGER_GRAPHS=1``): the termination and reward managers
-                replayed from CUDA graphs, their Python state kept as plain calls keep it
+manager_graphs  the termination and reward managers replayed from CUDA graphs, their Python
+                state kept as plain calls keep it: on by default with a CUDA build of torch
+                and a GPU, off on CPUs and HIP unless ``MICRODUCK_MANAGER_GRAPHS=1``
 =============== ==============================================================================
 
 ``install_all()`` is called when :mod:`mjlab_microduck` is imported. Every path that builds a

@@ -1,4 +1,4 @@
-"""mjlab's termination and reward managers replayed from captured graphs on a GPU (opt-in).
+"""mjlab's termination and reward managers replayed from captured graphs on an NVIDIA GPU.
 
 Problem: after the physics substeps, mjlab computes terminations and rewards from hundreds of
 small PyTorch operators per env step (about 550 for the MicroDuck walker), each a kernel the
@@ -23,10 +23,12 @@ a CPU, step for step and through a training, and a new task deserves the same ch
 (``MICRODUCK_MANAGER_GRAPHS=emulate``). The observation manager, whose delay buffers advance a
 Python write position every call, is one the hook must leave eager, and does (a test).
 
-No-op unless ``MICRODUCK_MANAGER_GRAPHS`` is ``1`` (CUDA graphs where torch has them for the
-env's device, CUDA or HIP; eager elsewhere) or ``emulate`` (the recorded CPU stand-in on any
-device, to check on a CPU that replays give the plain calls' values). Off by default until a GPU
-run measures what it buys.
+``MICRODUCK_MANAGER_GRAPHS`` picks the mode. ``auto`` (the default) is on where torch is a CUDA
+build with a GPU, where the graphs were measured to give the plain calls' values and to take a
+fifth off the walker's training iteration on an H200 (chapter 11); it is a no-op on a CPU and on
+a HIP build, where no ROCm run has measured them yet. ``1`` turns them on wherever torch has
+graphs for the env's device (CUDA or HIP; eager elsewhere), ``0`` off, and ``emulate`` runs the
+recorded CPU stand-in on any device, to check on a CPU that replays give the plain calls' values.
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ from mjlab_microduck.runtime import graph_replay
 
 FIX = "manager_graphs"
 ENV_VAR = "MICRODUCK_MANAGER_GRAPHS"
-MODES = ("0", "1", "emulate")
+MODES = ("auto", "0", "1", "emulate")
+DEFAULT_MODE = "auto"
 REPORT_PREFIX = "[microduck] manager_graphs: "
 """The line a trainer ends with when the hook is on (:func:`report_line`)."""
 CALL_ATTR = "_microduck_graphed_call"  # per manager instance: its GraphedCall, or None (eager)
@@ -56,11 +59,24 @@ _calls: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 
 
 def mode() -> str:
-    """The requested mode from :data:`ENV_VAR` (``0`` when unset); ValueError on another."""
-    value = os.environ.get(ENV_VAR, "0")
+    """The requested mode from :data:`ENV_VAR` (:data:`DEFAULT_MODE` when unset); ValueError on
+    another."""
+    value = os.environ.get(ENV_VAR, DEFAULT_MODE)
     if value not in MODES:
         raise ValueError(f"{ENV_VAR}={value!r}: expected one of {', '.join(MODES)}")
     return value
+
+
+def auto_reason() -> str | None:
+    """Why ``auto`` leaves the graphs off on this machine, or None where it turns them on (a
+    CUDA build of torch that sees a GPU)."""
+    import torch
+
+    if getattr(torch.version, "hip", None):
+        return "a HIP build of torch: no ROCm run has measured the graphs yet (=1 turns them on)"
+    if not torch.cuda.is_available():
+        return "no GPU for torch: nothing to replay"
+    return None
 
 
 def owns(obj: Any) -> bool:
@@ -165,8 +181,10 @@ def install(manager_classes: tuple[type, ...] | None = None) -> HookStatus:
         return _state.set(False, f"{error}; left off", {})
     details: dict[str, Any] = {"mode": requested}
     if requested == "0":
-        return _state.set(False, f"off ({ENV_VAR}=0 or unset): the managers launch every "
-                          "operator", details)  # fmt: skip
+        return _state.set(False, f"off ({ENV_VAR}=0): the managers launch every operator",
+                          details)  # fmt: skip
+    if requested == "auto" and (why := auto_reason()) is not None:
+        return _state.set(False, f"off ({ENV_VAR}=auto): {why}", details)
     if manager_classes is None:
         from mjlab.managers.reward_manager import RewardManager
         from mjlab.managers.termination_manager import TerminationManager

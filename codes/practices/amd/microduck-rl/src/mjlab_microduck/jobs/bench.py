@@ -668,8 +668,10 @@ def derived_ratios(rows: Sequence[Row]) -> dict[str, float]:
       host-syncing delay buffers; above 1 is what the ``buffer_syncs`` hook buys;
     * ``ratio.sync_free_over_quat_syncs.n<N>``: the same against mjlab's own, mask-indexing
       rotation-to-quaternion conversion (the ``quat_syncs`` hook);
-    * ``ratio.manager_graphs_over_default.n<N>``: throughput with the termination and reward
-      managers replayed from graphs (the opt-in ``manager_graphs`` hook) over the default.
+    * ``ratio.graphs_over_eager_managers.n<N>``: throughput with the termination and reward
+      managers replayed from graphs (the ``manager_graphs`` hook) over the same with them
+      launched operator by operator: the default over ``eager_managers`` where the hook is on
+      by default, ``manager_graphs`` over the default where it is opt-in.
     """
     index = {(r.section, r.config, r.metric, r.num_envs): r for r in rows}
     sizes = sorted({r.num_envs for r in rows})
@@ -685,7 +687,10 @@ def derived_ratios(rows: Sequence[Row]) -> dict[str, float]:
         default = "graph" if ("fixes", "graph", metric, n) in index else "eager"
         for hook in SYNC_HOOKS:
             pairs[f"sync_free_over_{hook}"] = (("fixes", default), ("fixes", hook))
-        pairs["manager_graphs_over_default"] = (("fixes", "manager_graphs"), ("fixes", default))
+        graphs_pair = (("fixes", default), ("fixes", "eager_managers"))
+        if ("fixes", "manager_graphs", metric, n) in index:
+            graphs_pair = (("fixes", "manager_graphs"), ("fixes", default))
+        pairs["graphs_over_eager_managers"] = graphs_pair
         for name, ((s1, c1), (s2, c2)) in pairs.items():
             value = _ratio(index.get((s1, c1, metric, n)), index.get((s2, c2, metric, n)))
             if value is not None:
@@ -788,12 +793,14 @@ def fix_plan(
     broadphase_fix_active: bool,
     buffer_fix_active: bool = True,
     quat_fix_active: bool = False,
+    graphs_default: bool = False,
 ) -> tuple[list[FixCase], dict[str, str]]:
     """The cases that can run on ``backend`` and, for the others, why not.
 
     ``eager`` is always the per-step-broadphase, no-graph case that the ROCm fixes produce, so
-    the broadphase and graph ratios compare against it. ``manager_graphs`` (GPUs only) is the
-    default stepping with the opt-in hook of that name on. The :data:`SYNC_HOOKS` cases (last)
+    the broadphase and graph ratios compare against it. On GPUs the managers' graphs are measured
+    against the default: ``eager_managers`` takes the hook of that name out where it is on by
+    default (``graphs_default``), ``manager_graphs`` turns it on where it is opt-in. The :data:`SYNC_HOOKS` cases (last)
     are the default stepping with one of those hooks out; each runs only where its hook is
     active (the conversion's on GPUs only).
     """
@@ -840,6 +847,11 @@ def fix_plan(
         skipped["manager_graphs"] = (
             "a CPU has no graphs to launch; the recorded stand-in checks values, not speed"
         )
+    elif graphs_default:
+        cases.append(FixCase("eager_managers", "eager_managers", TASK_ID,
+                             f"termination and reward managers launched operator by operator "
+                             f"(MICRODUCK_MANAGER_GRAPHS=0), otherwise as {default.name}",
+                             graph=default.graph))  # fmt: skip
     else:
         cases.append(FixCase("manager_graphs", "graphs", TASK_ID,
                              f"termination and reward managers replayed from graphs "
@@ -887,6 +899,9 @@ def fix_context(case: FixCase) -> Iterator[None]:
     elif case.mode == "graphs":
         with manager_graphs_on():
             yield
+    elif case.mode == "eager_managers":
+        with hook_out("manager_graphs"):
+            yield
     else:
         raise ValueError(f"unknown fix mode {case.mode!r}")
 
@@ -906,7 +921,7 @@ def hook_out(name: str) -> Iterator[None]:
 
 @contextlib.contextmanager
 def manager_graphs_on() -> Iterator[None]:
-    """The opt-in ``manager_graphs`` hook on inside (``MICRODUCK_MANAGER_GRAPHS=1``), the
+    """The ``manager_graphs`` hook on inside (``MICRODUCK_MANAGER_GRAPHS=1``), the
     variable and the hook as they were after."""
     from mjlab_microduck.compat import manager_graphs
 
@@ -1289,7 +1304,7 @@ def _run_fixes(ctx: _Ctx) -> None:
     backend = backend_of.warp_backend(req.device)
     cases, skipped = fix_plan(
         backend, _hook_active("broadphase"), _hook_active("buffer_syncs"),
-        _hook_active("quat_syncs"),
+        _hook_active("quat_syncs"), graphs_default=_hook_active("manager_graphs"),
     )
     ctx.results.extra["fixes.backend"] = backend
     for name, reason in skipped.items():
@@ -1452,7 +1467,9 @@ NOTES = (
     "(unguarded task) is an upper bound of what the ROCm cache saved. Fixes case buffer_syncs: "
     "the default stepping with mjlab's own delay buffers (a host sync per append and read); "
     "quat_syncs: with mjlab's own rotation-to-quaternion conversion (two mask indexings). "
-    "manager_graphs (GPU only): the termination and reward managers replayed from graphs. "
+    "manager_graphs (GPU, where opt-in): the termination and reward managers replayed from "
+    "graphs; eager_managers (GPU, where graphs are the default): those managers launched "
+    "operator by operator. "
     "Launches: PyTorch operators and host reads counted at the dispatcher in one PPO iteration "
     "after one warm-up, per env step (the update's spread over the iteration's steps); Warp's "
     "kernels are not PyTorch operators and are not counted. Peak memory = torch peak "

@@ -470,7 +470,7 @@ def record_config(request: TrainRequest) -> dict:
         # The trainer inherits this process's environment: whether its delay buffers sync.
         "sync_free_buffers": os.environ.get(buffer_syncs.ENV_VAR, "1") != "0",
         "sync_free_quats": os.environ.get(quat_syncs.ENV_VAR, "1") != "0",
-        "manager_graphs": os.environ.get(manager_graphs.ENV_VAR, "0"),
+        "manager_graphs": os.environ.get(manager_graphs.ENV_VAR, manager_graphs.DEFAULT_MODE),
         "gpu_ids": request.gpu_list(),
         "ranks": _rank_provenance(request),
     }
@@ -646,7 +646,7 @@ def _mjlab_entry(argv: list[str]) -> None:
     sys.argv = ["train", *argv]
     mjlab_train_main()
     line = manager_graphs.report_line()
-    if line is not None:  # whether the opt-in graphs ran, or why not, for the record
+    if line is not None:  # whether the graphs ran, or why not, for the record
         print(line, flush=True)
 
 

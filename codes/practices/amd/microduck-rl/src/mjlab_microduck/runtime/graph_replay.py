@@ -154,11 +154,14 @@ def _caller() -> str:
 
 
 class CudaGraph:
-    """``torch.cuda.CUDAGraph`` capture on the current device, every graph in one memory pool.
-    Capture records without running, so :meth:`capture` replays once for the call itself."""
+    """``torch.cuda.CUDAGraph`` capture on ``device`` (the env's: a capture records only the
+    capturing device's stream, so a call whose tensors live on another GPU would run once at
+    capture and never again), every graph in one memory pool. Capture records without
+    running, so :meth:`capture` replays once for the call itself."""
 
-    def __init__(self) -> None:
+    def __init__(self, device: Any = None) -> None:
         self.pool: Any = None
+        self.device = device  # None: the current device
 
     def capture(self, fn: Callable[[], Any]) -> tuple[Any, Any]:
         import torch
@@ -166,9 +169,10 @@ class CudaGraph:
         graph = torch.cuda.CUDAGraph()
         witness = OpWitness()
         try:
-            with torch.cuda.graph(graph, pool=self.pool, capture_error_mode="thread_local"):
-                with witness:
-                    output = fn()
+            with torch.cuda.device(self.device), torch.cuda.graph(
+                graph, pool=self.pool, capture_error_mode="thread_local"
+            ), witness:
+                output = fn()
         except RuntimeError as error:  # an operator that syncs, copies from the host, ...
             first = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise GraphUnsafe(f"capture failed: {first}{witness.where()}") from error
@@ -188,7 +192,7 @@ def backend_for(device: str, emulate: bool = False) -> RecordedOps | CudaGraph |
     import torch
 
     if str(device).startswith("cuda") and torch.cuda.is_available():
-        return CudaGraph()
+        return CudaGraph(torch.device(device))
     return None
 
 
