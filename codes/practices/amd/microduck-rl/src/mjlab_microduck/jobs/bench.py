@@ -800,9 +800,9 @@ def fix_plan(
     ``eager`` is always the per-step-broadphase, no-graph case that the ROCm fixes produce, so
     the broadphase and graph ratios compare against it. On GPUs the managers' graphs are measured
     against the default: ``eager_managers`` takes the hook of that name out where it is on by
-    default (``graphs_default``), ``manager_graphs`` turns it on where it is opt-in. The :data:`SYNC_HOOKS` cases (last)
-    are the default stepping with one of those hooks out; each runs only where its hook is
-    active (the conversion's on GPUs only).
+    default (``graphs_default``), ``manager_graphs`` turns it on where it is opt-in. The
+    :data:`SYNC_HOOKS` cases (last) are the default stepping with one of those hooks out; each
+    runs only where its hook is active (the conversion's on GPUs only).
     """
     frozen = FixCase(
         "frozen_broadphase", "frozen_fault", UNGUARDED_TASK_ID,
