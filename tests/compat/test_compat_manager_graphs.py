@@ -60,7 +60,8 @@ def test_mode_0_leaves_the_managers_untouched(graphs):
 def test_auto_is_the_default_and_on_only_with_a_cuda_build_that_sees_a_gpu(graphs, monkeypatch):
     monkeypatch.delenv(manager_graphs.ENV_VAR, raising=False)
     assert manager_graphs.mode() == manager_graphs.DEFAULT_MODE == "auto"
-    # this machine: a CPU build or no GPU, so auto leaves the managers untouched
+    # no GPU for torch: auto leaves the managers untouched
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     status = graphs("auto")
     assert not status.active and status.reason.startswith("off (MICRODUCK_MANAGER_GRAPHS=auto)")
     for cls, plain in PLAIN_COMPUTE.items():

@@ -3,6 +3,8 @@ the values and leaves the Python state that plain calls give and leave."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 
@@ -161,6 +163,100 @@ def test_a_failed_capture_puts_back_only_what_it_changed_and_the_call_stays_eage
     assert _equal(plain, _drive(env, call))
     assert call.unsafe == "capture failed: operation not permitted when capturing"
     assert call.replays == 0 and not call.graphs and env.extra == {"kept": 1}
+
+
+class NeverCapture:
+    """A CUDA-graph backend that must not be asked to capture."""
+
+    def capture(self, fn):  # noqa: ANN001, ANN201
+        raise AssertionError("a capture was attempted")
+
+    def replay(self, graph: object) -> None:
+        raise AssertionError("nothing was captured")
+
+
+def test_no_capture_is_attempted_when_the_last_warm_up_reads_the_host():
+    """A CUDA capture that fails part-way can leave the device's random generator in capture
+    mode, so the warm-up call before it is checked as the CPU stand-in checks a capture."""
+    plain_env, env = Env(), Env()
+
+    def reads(env: Env) -> torch.Tensor:
+        total = env.term()
+        return total * 2.0 if bool(total.sum() > 100) else total
+
+    plain = _drive(plain_env, lambda: reads(plain_env))
+    call = GraphedCall(fn=lambda: reads(env), root=env, owns=owns, backend=NeverCapture(),
+                       warmup=2)  # fmt: skip
+    assert _equal(plain, _drive(env, call))
+    assert "reads a value back to the host at " in call.unsafe
+    assert "runtime/test_graph_replay.py:" in call.unsafe and call.replays == 0
+
+
+def test_a_cache_filled_from_python_on_a_first_call_does_not_keep_the_call_eager():
+    env = Env()
+    cache: dict[str, torch.Tensor] = {}
+
+    def scaled() -> torch.Tensor:
+        if "scale" not in cache:
+            cache["scale"] = torch.tensor([1.0, 2.0, 3.0, 4.0])  # once, from Python data
+        return env.term() * cache["scale"]
+
+    call = GraphedCall(fn=scaled, root=env, owns=owns, backend=RecordedOps(), warmup=2)
+    for _ in range(4):
+        env.height = torch.rand(4)
+        call()
+    assert call.unsafe is None and call.replays == 1
+
+
+class StuckGenerator:
+    """Shaped like a CUDA generator after a capture failed part-way: every draw raises until
+    it is given a copy of its own state."""
+
+    def __init__(self) -> None:
+        self.stuck = True
+
+    def clone_state(self) -> str:
+        return "copy"
+
+    def graphsafe_set_state(self, state: str) -> None:
+        assert state == "copy"
+        self.stuck = False
+
+
+def _fake_device(monkeypatch, generator: StuckGenerator) -> None:
+    class Draw:
+        def uniform_(self) -> None:
+            if generator.stuck:
+                raise RuntimeError("Offset increment outside graph capture encountered "
+                                   "unexpectedly.")  # fmt: skip
+
+    monkeypatch.setattr(torch.cuda, "device", lambda device: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "default_generators", (generator,))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch, "empty", lambda *args, **kwargs: Draw())
+
+
+def test_a_generator_left_in_capture_mode_is_reset_and_a_healthy_one_left_alone(monkeypatch):
+    stuck = StuckGenerator()
+    _fake_device(monkeypatch, stuck)
+    assert graph_replay.CudaGraph(torch.device("cuda", 0))._unstick_rng() is True
+    assert not stuck.stuck
+    assert graph_replay.CudaGraph(torch.device("cuda", 0))._unstick_rng() is False
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU (torch.cuda)")
+def test_on_a_gpu_random_draws_work_after_a_capture_that_failed_part_way():
+    backend = graph_replay.CudaGraph(torch.device("cuda", 0))
+    x = torch.ones(4, device="cuda")
+
+    def syncs() -> torch.Tensor:
+        y = torch.rand(4, device="cuda") + x  # a random draw inside the capture
+        return y * 2.0 if bool(y.sum() > 100) else y  # a host read: the capture fails here
+
+    with pytest.raises(graph_replay.GraphUnsafe, match="capture failed"):
+        backend.capture(syncs)
+    assert torch.rand(4, device="cuda").shape == (4,)  # the generator draws again
 
 
 def test_undo_puts_back_what_changed_drops_what_is_new_and_leaves_the_rest_alone():

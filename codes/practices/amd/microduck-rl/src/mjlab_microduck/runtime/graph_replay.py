@@ -32,6 +32,7 @@ No-op: importing this module does nothing; it imports nothing from the package b
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -57,34 +58,58 @@ class GraphUnsafe(RuntimeError):
 # --------------------------------------------------------------------------- backends
 
 
+class HostTraffic:
+    """Inside ``with``: the operators that a CUDA capture would refuse, each as "<operator>
+    reads a value back to the host at <file:line>" or "... copies Python data to the device
+    at ...", in ``problems``; ``nodes`` holds every operator dispatched, with its arguments and
+    result. ``why()`` is the first problem and their count, or None."""
+
+    def __init__(self) -> None:
+        self.nodes: list[tuple[Any, tuple, dict, Any]] = []
+        self.problems: list[str] = []
+
+    def __enter__(self) -> HostTraffic:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        traffic = self
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+                kwargs = kwargs or {}
+                if reads_host(str(func), args):
+                    traffic.problems.append(f"{func} reads a value back to the host at "
+                                            f"{_caller()}")  # fmt: skip
+                out = func(*args, **kwargs)
+                if copies_to_device(str(func), out):
+                    traffic.problems.append(f"{func} copies Python data to the device at "
+                                            f"{_caller()}")  # fmt: skip
+                traffic.nodes.append((func, args, kwargs, out))
+                return out
+
+        self._mode = Mode()
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._mode.__exit__(*exc)
+
+    def why(self) -> str | None:
+        if not self.problems:
+            return None
+        return f"{self.problems[0]} ({len(self.problems)} such operators)"
+
+
 class RecordedOps:
     """CPU stand-in for a CUDA graph: the operators one call dispatched, replayed in order on
     the same tensors. A functional operator's result is copied into the tensor the call made,
     so later operators (and Python) read it there, as they read a graph's memory."""
 
     def capture(self, fn: Callable[[], Any]) -> tuple[Any, Any]:
-        from torch.utils._python_dispatch import TorchDispatchMode
-
-        nodes: list[tuple[Any, tuple, dict, Any]] = []
-        problems: list[str] = []
-
-        class Recorder(TorchDispatchMode):
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
-                kwargs = kwargs or {}
-                if reads_host(str(func), args):
-                    problems.append(f"{func} reads a value back to the host at {_caller()}")
-                out = func(*args, **kwargs)
-                if copies_to_device(str(func), out):
-                    problems.append(f"{func} copies Python data to the device at {_caller()}")
-                nodes.append((func, args, kwargs, out))
-                return out
-
-        with Recorder():
+        with HostTraffic() as traffic:
             output = fn()  # runs once, for real: the call's own effect
-        if problems:
-            why = f"{problems[0]} ({len(problems)} such operators)"
+        if (why := traffic.why()) is not None:
             raise GraphUnsafe(why, ran=True, output=output)
-        return nodes, output
+        return traffic.nodes, output
 
     def replay(self, graph: Any) -> None:
         import torch
@@ -175,13 +200,33 @@ class CudaGraph:
                 output = fn()
         except RuntimeError as error:  # an operator that syncs, copies from the host, ...
             first = str(error).splitlines()[0] if str(error) else type(error).__name__
-            raise GraphUnsafe(f"capture failed: {first}{witness.where()}") from error
+            reset = "; the device's random generator was reset" if self._unstick_rng() else ""
+            raise GraphUnsafe(f"capture failed: {first}{witness.where()}{reset}") from error
         self.pool = graph.pool()
         graph.replay()
         return graph, output
 
     def replay(self, graph: Any) -> None:
         graph.replay()
+
+    def _unstick_rng(self) -> bool:
+        """A capture that fails part-way can leave the device's random generator in capture
+        mode, and every random draw after it then fails ("Offset increment outside graph
+        capture"). If a draw fails so, give the generator a copy of its own state (seed and
+        offset, out of capture mode); True when it had to."""
+        import torch
+
+        with torch.cuda.device(self.device):
+            try:
+                torch.empty(1, device="cuda").uniform_()
+                return False
+            except RuntimeError as error:
+                if "graph capture" not in str(error):
+                    raise
+            generator = torch.cuda.default_generators[torch.cuda.current_device()]
+            generator.graphsafe_set_state(generator.clone_state())
+            torch.empty(1, device="cuda").uniform_()  # raises if the reset did not take
+            return True
 
 
 def backend_for(device: str, emulate: bool = False) -> RecordedOps | CudaGraph | None:
@@ -355,14 +400,21 @@ class GraphedCall:
         done = self.calls.get(key, 0)
         if done < self.warmup:
             self.calls[key] = done + 1
-            return self._watched(key)
+            return self._watched(key, last=done + 1 == self.warmup)
         return self._capture(key)
 
-    def _watched(self, key: Hashable) -> Any:
-        """An eager call whose effects on plain values must match the previous call's."""
+    def _watched(self, key: Hashable, last: bool = False) -> Any:
+        """An eager call whose effects on plain values must match the previous call's. The
+        ``last`` before the capture must also dispatch only operators a capture accepts (the
+        first calls may fill caches from Python once): a capture that fails part-way can leave
+        the device in capture state (its random generator), so none is attempted on a call
+        that reads from the host or copies to the device."""
         objects = self.objects()
         before = snapshot(objects)
-        output = self.fn()
+        with HostTraffic() if last else contextlib.nullcontext() as traffic:
+            output = self.fn()
+        if traffic is not None and self.unsafe is None and (why := traffic.why()) is not None:
+            self.unsafe = why
         effect = _signature(changes(before, snapshot(objects)))
         previous = self._last_effect.get(key, {})
         # A slot set on both calls to other plain values is a counter (a ring buffer's write
