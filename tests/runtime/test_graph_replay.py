@@ -237,11 +237,18 @@ def _fake_device(monkeypatch, generator: StuckGenerator) -> None:
 
 
 def test_a_generator_left_in_capture_mode_is_reset_and_a_healthy_one_left_alone(monkeypatch):
+    """CUDAGeneratorState::clone copies the seed and offsets only, so the copy is out of
+    capture mode."""
     stuck = StuckGenerator()
     _fake_device(monkeypatch, stuck)
-    assert graph_replay.CudaGraph(torch.device("cuda", 0))._unstick_rng() is True
+    backend = graph_replay.CudaGraph(torch.device("cuda", 0))
+    assert backend._unstick_rng() == "; the device's random generator was reset"
     assert not stuck.stuck
-    assert graph_replay.CudaGraph(torch.device("cuda", 0))._unstick_rng() is False
+    assert backend._unstick_rng() == ""  # draws work: nothing to do
+    # a reset that does not take is said, not raised: the capture's own error stands
+    monkeypatch.setattr(StuckGenerator, "graphsafe_set_state", lambda self, state: None)
+    stuck.stuck = True
+    assert backend._unstick_rng() == "; the device's random generator is stuck in capture mode"
 
 
 @pytest.mark.gpu

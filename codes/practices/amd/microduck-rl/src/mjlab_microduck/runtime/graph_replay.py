@@ -200,8 +200,8 @@ class CudaGraph:
                 output = fn()
         except RuntimeError as error:  # an operator that syncs, copies from the host, ...
             first = str(error).splitlines()[0] if str(error) else type(error).__name__
-            reset = "; the device's random generator was reset" if self._unstick_rng() else ""
-            raise GraphUnsafe(f"capture failed: {first}{witness.where()}{reset}") from error
+            raise GraphUnsafe(f"capture failed: {first}{witness.where()}{self._unstick_rng()}"
+                              ) from error
         self.pool = graph.pool()
         graph.replay()
         return graph, output
@@ -209,24 +209,31 @@ class CudaGraph:
     def replay(self, graph: Any) -> None:
         graph.replay()
 
-    def _unstick_rng(self) -> bool:
+    def _unstick_rng(self) -> str:
         """A capture that fails part-way can leave the device's random generator in capture
         mode, and every random draw after it then fails ("Offset increment outside graph
         capture"). If a draw fails so, give the generator a copy of its own state (seed and
-        offset, out of capture mode); True when it had to."""
+        offset, out of capture mode). What it did, to append to the eager reason: nothing
+        (draws work), the reset, or that the generator is still stuck."""
         import torch
 
-        with torch.cuda.device(self.device):
+        def draws() -> bool:
             try:
                 torch.empty(1, device="cuda").uniform_()
-                return False
+                return True
             except RuntimeError as error:
                 if "graph capture" not in str(error):
                     raise
+                return False
+
+        with torch.cuda.device(self.device):
+            if draws():
+                return ""
             generator = torch.cuda.default_generators[torch.cuda.current_device()]
             generator.graphsafe_set_state(generator.clone_state())
-            torch.empty(1, device="cuda").uniform_()  # raises if the reset did not take
-            return True
+            if draws():
+                return "; the device's random generator was reset"
+            return "; the device's random generator is stuck in capture mode"
 
 
 def backend_for(device: str, emulate: bool = False) -> RecordedOps | CudaGraph | None:
