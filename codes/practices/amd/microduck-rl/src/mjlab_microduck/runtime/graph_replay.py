@@ -58,7 +58,31 @@ class GraphUnsafe(RuntimeError):
 # --------------------------------------------------------------------------- backends
 
 
-class HostTraffic:
+class _DispatchWatch:
+    """Inside ``with``: every operator torch dispatches goes through :meth:`dispatch`, which
+    runs it (``func(*args, **kwargs)``) and returns its result."""
+
+    def dispatch(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        watch = self
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+                return watch.dispatch(func, args, kwargs or {})
+
+        self._mode = Mode()
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._mode.__exit__(*exc)
+
+
+class HostTraffic(_DispatchWatch):
     """Inside ``with``: the operators that a CUDA capture would refuse, each as "<operator>
     reads a value back to the host at <file:line>" or "... copies Python data to the device
     at ...", in ``problems``; ``nodes`` holds every operator dispatched, with its arguments and
@@ -68,30 +92,14 @@ class HostTraffic:
         self.nodes: list[tuple[Any, tuple, dict, Any]] = []
         self.problems: list[str] = []
 
-    def __enter__(self) -> HostTraffic:
-        from torch.utils._python_dispatch import TorchDispatchMode
-
-        traffic = self
-
-        class Mode(TorchDispatchMode):
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
-                kwargs = kwargs or {}
-                if reads_host(str(func), args):
-                    traffic.problems.append(f"{func} reads a value back to the host at "
-                                            f"{_caller()}")  # fmt: skip
-                out = func(*args, **kwargs)
-                if copies_to_device(str(func), out):
-                    traffic.problems.append(f"{func} copies Python data to the device at "
-                                            f"{_caller()}")  # fmt: skip
-                traffic.nodes.append((func, args, kwargs, out))
-                return out
-
-        self._mode = Mode()
-        self._mode.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._mode.__exit__(*exc)
+    def dispatch(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        if reads_host(str(func), args):
+            self.problems.append(f"{func} reads a value back to the host at {_caller()}")
+        out = func(*args, **kwargs)
+        if copies_to_device(str(func), out):
+            self.problems.append(f"{func} copies Python data to the device at {_caller()}")
+        self.nodes.append((func, args, kwargs, out))
+        return out
 
     def why(self) -> str | None:
         if not self.problems:
@@ -122,7 +130,7 @@ class RecordedOps:
                     old.copy_(new)
 
 
-class OpWitness:
+class OpWitness(_DispatchWatch):
     """Inside ``with``: the tensors the operators take as arguments, by identity (``read``;
     each held, so that no identity is reused by a later tensor while the block runs), the last
     operator dispatched and, when one raises, which one and where in the code outside torch it
@@ -134,32 +142,20 @@ class OpWitness:
         self.last: str | None = None
         self.failed: str | None = None
 
-    def __enter__(self) -> OpWitness:
+    def dispatch(self, func: Any, args: tuple, kwargs: dict) -> Any:
         import torch
-        from torch.utils._python_dispatch import TorchDispatchMode
         from torch.utils._pytree import tree_flatten
 
-        witness = self
-
-        class Mode(TorchDispatchMode):
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
-                witness.last = str(func)
-                for arg in tree_flatten((args, kwargs))[0]:
-                    if isinstance(arg, torch.Tensor):
-                        witness.read[id(arg)] = arg
-                try:
-                    return func(*args, **(kwargs or {}))
-                except RuntimeError:
-                    if witness.failed is None:
-                        witness.failed = f"{func} at {_caller()}"
-                    raise
-
-        self._mode = Mode()
-        self._mode.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._mode.__exit__(*exc)
+        self.last = str(func)
+        for arg in tree_flatten((args, kwargs))[0]:
+            if isinstance(arg, torch.Tensor):
+                self.read[id(arg)] = arg
+        try:
+            return func(*args, **kwargs)
+        except RuntimeError:
+            if self.failed is None:
+                self.failed = f"{func} at {_caller()}"
+            raise
 
     def where(self) -> str:
         if self.failed is not None:
