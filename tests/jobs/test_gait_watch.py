@@ -10,6 +10,9 @@ What this proves (no simulator: the evaluator is a fake that records what it was
   not left untested while they keep saving newer checkpoints;
 * a run whose record still says ``running`` but whose process is gone counts as finished
   (``stale``), so a watch with nothing left to test ends at once; a live one keeps it waiting;
+* with ``stop_on_pass``, a training whose checkpoint passes gets a stop request and SIGTERM
+  (a real process here), and the watcher still tests its older checkpoints; a run that never
+  passes gets none; the start test refuses the option;
 * bad input (no run, a folder without a record, ``every`` < 1, runs of two tasks) is one line
   and exit status 2 from ``microduck gait-watch``, with nothing written.
 """
@@ -17,6 +20,10 @@ What this proves (no simulator: the evaluator is a fake that records what it was
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -26,7 +33,7 @@ from test_gait_test import MODEL_1498, synthetic_result
 
 from mjlab_microduck.cli import gait_watch as gait_watch_cli
 from mjlab_microduck.jobs import gait_test, gait_watch
-from mjlab_microduck.runs import records
+from mjlab_microduck.runs import records, stop_request
 
 TASK = "Mjlab-Velocity-Flat-MicroDuck-WalkerHeadingTuning"
 
@@ -179,6 +186,63 @@ def test_a_running_run_is_waited_for_until_max_seconds(tmp_path, monkeypatch):
     started = time.monotonic()
     written = gait_watch.watch(request, log=lambda line: None)
     assert len(written) == 1 and 0.5 <= time.monotonic() - started < 5
+
+
+class PassingFrom(FakeEvaluator):
+    """Fails every checkpoint before ``PASS_FROM``, passes the others."""
+
+    PASS_FROM = 200
+
+    def evaluate(self, path, progress=True, checkpoint=None):
+        self.evaluated.append(Path(path).name)
+        result = synthetic_result(int(Path(path).stem.split("_")[1]) >= self.PASS_FROM)
+        result.checkpoint = Path(path)
+        return result
+
+
+def test_stop_on_pass_asks_the_passing_training_to_stop_and_tests_its_older_checkpoints(
+    tmp_path, monkeypatch
+):
+    PassingFrom.built.clear()
+    monkeypatch.setattr(gait_test, "GaitEvaluator", PassingFrom)
+    # The training: a real process the watcher must stop; the other run keeps failing.
+    trainer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    # Reaped as soon as it ends (a zombie would still count as alive, and be waited for).
+    reaper = threading.Thread(target=trainer.wait, daemon=True)
+    reaper.start()
+    try:
+        a = make_run(tmp_path, "a", [100, 150, 200])
+        record = records.load_record(a)
+        records.write_record(record.model_copy(update={"process": _process(trainer.pid)}), a)
+        b = make_run(tmp_path, "b", [100, 150], status="ok")
+        lines: list[str] = []
+        request = gait_watch.GaitWatchRequest(
+            runs=(a, b), out=tmp_path / "gait", every=50, stop_on_pass=True, poll_s=0.05,
+            settle_s=0.0, max_seconds=30,
+        )  # fmt: skip
+        started = time.monotonic()
+        gait_watch.watch(request, log=lines.append)
+        assert time.monotonic() - started < 10  # ends once the stopped training has gone
+        assert trainer.wait(timeout=10) == -signal.SIGTERM
+    finally:
+        trainer.kill()
+    (evaluator,) = PassingFrom.built
+    # Newest first: a's model_200 passes and stops it; its older checkpoints are still tested.
+    assert evaluator.evaluated[0] == "model_200.pt"
+    assert sorted(evaluator.evaluated) == sorted(["model_200.pt", "model_150.pt", "model_100.pt",
+                                                  "model_150.pt", "model_100.pt"])  # fmt: skip
+    asked = stop_request.read(a)
+    assert asked is not None and asked.by == "microduck gait-watch"
+    assert asked.reason.startswith("model_200 passed the gait test (")
+    assert f"(SIGTERM to process {trainer.pid})" in lines[1]
+    assert stop_request.read(b) is None  # b never passed, and it had ended anyway
+
+
+def test_stop_on_pass_is_refused_with_the_start_test(tmp_path):
+    a = make_run(tmp_path, "a", [100])
+    request = gait_watch.GaitWatchRequest(runs=(a,), start_test=True, stop_on_pass=True)
+    with pytest.raises(ValueError, match="--stop-on-pass goes with the gait test"):
+        request.check()
 
 
 @pytest.mark.parametrize(

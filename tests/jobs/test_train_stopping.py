@@ -4,10 +4,12 @@ Fast (a stand-in trainer: a real child process that prints rsl_rl's iteration li
 checkpoint files, no mjlab in it): a SIGTERM or SIGINT sent to this process while
 ``train.run`` streams the trainer stops the trainer and leaves an ``interrupted`` record with
 the last iteration and checkpoint, the signal and ``train.log`` (checksummed), and the command's
-exit status is 143 or 130; a trainer that crashes or is killed leaves a ``failed`` record with
-its last lines. ``--resume-from RUN_FOLDER`` takes the folder's last checkpoint, refuses an
-unreadable one in one line (naming the one before) and creates nothing then, and the new record
-names the run it continues.
+exit status is 143 or 130; the same signal sent with a stop request (as ``gait-watch
+--stop-on-pass`` sends it) leaves an ``ok`` record that says why, and exit status 0; a
+trainer that crashes or is killed leaves a ``failed`` record with its last lines.
+``--resume-from RUN_FOLDER`` takes the folder's last checkpoint, refuses an unreadable one in
+one line (naming the one before) and creates nothing then, and the new record names the run it
+continues.
 
 Slow (the issue's tiny training, ``microduck train --num-envs 8 --iterations 40``, on the CPU,
 in real processes): stopped with SIGINT, with SIGTERM and with SIGKILL; the last is ``stale``
@@ -38,7 +40,7 @@ from mjlab_microduck.cli import main as microduck
 from mjlab_microduck.cli.train import main as train_cli
 from mjlab_microduck.jobs import train
 from mjlab_microduck.jobs.train import TrainRequest
-from mjlab_microduck.runs import records
+from mjlab_microduck.runs import records, stop_request
 from mjlab_microduck.runs.names import EXPERIMENT_NAME
 
 SRC = Path(__file__).resolve().parents[2] / "codes" / "practices" / "amd" / "microduck-rl" / "src"
@@ -144,6 +146,46 @@ def test_a_signal_stops_the_trainer_and_records_the_run_interrupted(
     assert capsys.readouterr().err == f"microduck train: {on_disk.error}\n"
     assert microduck(["records", "verify", str(run_dir)]) == 0
     assert capsys.readouterr().out.endswith("ok (train, interrupted)\n")
+
+
+class AskStopAt(SignalAt):
+    """At iteration ``at``, asks the run under ``logs`` to stop as ``gait-watch --stop-on-pass``
+    does: the stop request in its folder, then SIGTERM to the process its record names (this
+    one, the driver)."""
+
+    def __init__(self, logs: Path, at: int = 5):
+        super().__init__(None, at)
+        self.logs, self.asked = logs, False
+
+    def write(self, text):
+        super().write(text)
+        if not self.asked and f"iteration {self.at}/" in text:
+            self.asked = True  # the signal to this process raises inside request_stop
+            (run_dir,) = self.logs.iterdir()
+            stop_request.request_stop(run_dir, "model_4 passed the gait test (g1)", by="a test")
+
+
+def test_a_stop_request_ends_the_run_ok_and_says_why(fake_trainer, tmp_path, capsys):
+    stream = AskStopAt(tmp_path / "logs")
+    run_dir, record = train.run(_request(tmp_path / "logs"), stream=stream)
+    assert stream.asked
+    assert _pid_gone(int((run_dir / "trainer.pid").read_text())), "the trainer outlived the run"
+    on_disk = records.load_record(run_dir)
+    assert on_disk == record
+    assert (on_disk.status, on_disk.signal, on_disk.error) == ("ok", None, None)
+    summary = on_disk.summary
+    said = summary[stop_request.SUMMARY_KEY]
+    assert said == "model_4 passed the gait test (g1) (asked by a test)"
+    assert summary["last_iteration"] >= 5
+    assert summary["last_checkpoint"] == train.last_checkpoint(run_dir).name
+    records.verify_artifacts(on_disk, run_dir)
+    assert _common.finish_run("microduck train", run_dir, on_disk) == 0
+    out = capsys.readouterr().out
+    assert out.endswith(f"stopped early: {said}\n")
+    # Asked again once it has ended: nothing is written or sent.
+    (run_dir / stop_request.FILENAME).unlink()
+    assert stop_request.request_stop(run_dir, "again", by="a test").endswith("already ended (ok)")
+    assert not (run_dir / stop_request.FILENAME).exists()
 
 
 @pytest.mark.parametrize(("mode", "said"), [("crash", "exited with status 3"),

@@ -82,6 +82,19 @@ def test_a_start_watcher_start_tests_the_same_checkpoints_beside_the_gait_watche
     assert "start watcher started" in proc.stdout
 
 
+def test_stop_on_pass_goes_to_the_gait_watcher_only(tmp_path):
+    out = tmp_path / "walker"
+    proc = run(tmp_path, TASK, "700", str(out), "43", STOP_ON_PASS="1", START_WATCH="1")
+    assert proc.returncode == 0, proc.stderr
+    lines = calls(tmp_path, 3)
+    assert len([line for line in lines if line.startswith("train")]) == 1
+    watches = [line for line in lines if line.startswith("gait-watch")]
+    (gait,) = [line for line in watches if "--start-test" not in line]
+    (start,) = [line for line in watches if "--start-test" in line]
+    assert "--stop-on-pass" in gait and "--stop-on-pass" not in start
+    assert "a training stops at its first pass" in proc.stdout
+
+
 def test_a_warm_up_training_fills_the_kernel_cache_before_the_trainings_start(tmp_path):
     out = tmp_path / "walker"
     proc = run(tmp_path, TASK, "600", str(out), WARM_KERNELS="1", NUM_ENVS="2048")
@@ -111,9 +124,11 @@ def test_a_failed_warm_up_starts_no_training(tmp_path):
     ("settings", "message"),
     [({"START_WATCH": "yes"}, "START_WATCH must be 0 or 1"),
      ({"WARM_KERNELS": "2"}, "WARM_KERNELS must be 0 or 1"),
-     ({"START_WATCH": "1", "WATCH_EVERY": "0"}, "START_WATCH=1 needs WATCH_EVERY > 0")],
+     ({"START_WATCH": "1", "WATCH_EVERY": "0"}, "START_WATCH=1 needs WATCH_EVERY > 0"),
+     ({"STOP_ON_PASS": "on"}, "STOP_ON_PASS must be 0 or 1"),
+     ({"STOP_ON_PASS": "1", "WATCH_EVERY": "0"}, "STOP_ON_PASS=1 needs WATCH_EVERY > 0")],
 )
-def test_a_bad_start_watch_setting_starts_and_creates_nothing(tmp_path, settings, message):
+def test_a_bad_watch_setting_starts_and_creates_nothing(tmp_path, settings, message):
     out = tmp_path / "walker"
     proc = run(tmp_path, TASK, "100", str(out), **settings)
     assert proc.returncode == 2 and message in proc.stderr

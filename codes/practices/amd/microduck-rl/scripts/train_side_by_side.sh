@@ -9,6 +9,8 @@
 #   NUM_ENVS [4096]  SAVE_INTERVAL [50]  DEVICE [cuda:0]
 #   WATCH_EVERY [50]  WATCH_FROM [250]   gait-test every WATCH_EVERY-th checkpoint from
 #                                        iteration WATCH_FROM on (WATCH_EVERY=0: no watcher)
+#   STOP_ON_PASS [0]  1: the gait watcher stops a training at its first passing checkpoint
+#                     (its record ends ok and names it), which frees the GPU for the others
 #   START_WATCH [0]   1: a second watcher start-tests the same checkpoints (the two fastest
 #                     forward cases, 4 x 256 robots, 2 s: how often a start folds)
 #   WARM_KERNELS [0]  1: first, alone, a 1-iteration training of the task at NUM_ENVS envs
@@ -28,7 +30,7 @@ TASK=$1; ITERS=$2; OUT=$3; shift 3
 SEEDS=("$@"); [ ${#SEEDS[@]} -gt 0 ] || SEEDS=(42 43 44)
 NUM_ENVS=${NUM_ENVS:-4096}; SAVE_INTERVAL=${SAVE_INTERVAL:-50}; DEVICE=${DEVICE:-cuda:0}
 WATCH_EVERY=${WATCH_EVERY:-50}; WATCH_FROM=${WATCH_FROM:-250}; START_WATCH=${START_WATCH:-0}
-WARM_KERNELS=${WARM_KERNELS:-0}
+WARM_KERNELS=${WARM_KERNELS:-0}; STOP_ON_PASS=${STOP_ON_PASS:-0}
 read -r -a MICRODUCK <<< "${MICRODUCK:-python3 -m mjlab_microduck.cli}"
 refuse() { echo "train_side_by_side.sh: $*" >&2; exit 2; }
 [[ $ITERS =~ ^[1-9][0-9]*$ ]] || refuse "ITERATIONS must be a positive integer (got $ITERS)"
@@ -36,6 +38,8 @@ for s in "${SEEDS[@]}"; do [[ $s =~ ^[0-9]+$ ]] || refuse "seeds must be integer
 [[ $START_WATCH =~ ^[01]$ ]] || refuse "START_WATCH must be 0 or 1 (got $START_WATCH)"
 [ "$START_WATCH" = 1 ] && [ "$WATCH_EVERY" = 0 ] && refuse "START_WATCH=1 needs WATCH_EVERY > 0"
 [[ $WARM_KERNELS =~ ^[01]$ ]] || refuse "WARM_KERNELS must be 0 or 1 (got $WARM_KERNELS)"
+[[ $STOP_ON_PASS =~ ^[01]$ ]] || refuse "STOP_ON_PASS must be 0 or 1 (got $STOP_ON_PASS)"
+[ "$STOP_ON_PASS" = 1 ] && [ "$WATCH_EVERY" = 0 ] && refuse "STOP_ON_PASS=1 needs WATCH_EVERY > 0"
 [ -e "$OUT" ] && refuse "$OUT exists: an earlier run is never overwritten"
 
 mkdir -p "$OUT/runs" "$OUT/gait"
@@ -82,8 +86,13 @@ if [ "$WATCH_EVERY" != 0 ]; then
        --profile full --device "$DEVICE" --every "$WATCH_EVERY" --min-iteration "$WATCH_FROM" \
        "$@" --out "$OUT/$folder" > "$OUT/$log" 2>&1 < /dev/null &)
   }
-  watch gait watch.log
-  echo "gait watcher started: every ${WATCH_EVERY}th checkpoint from $WATCH_FROM"
+  if [ "$STOP_ON_PASS" = 1 ]; then
+    watch gait watch.log --stop-on-pass
+    echo "gait watcher started: every ${WATCH_EVERY}th checkpoint from $WATCH_FROM; a training stops at its first pass"
+  else
+    watch gait watch.log
+    echo "gait watcher started: every ${WATCH_EVERY}th checkpoint from $WATCH_FROM"
+  fi
   if [ "$START_WATCH" = 1 ]; then
     watch start start_watch.log --start-test
     echo "start watcher started: the same checkpoints, start test"

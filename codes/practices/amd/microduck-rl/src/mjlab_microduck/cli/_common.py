@@ -133,12 +133,16 @@ def interrupted(prog: str, err: BaseException) -> int:
 
 
 def finish_run(prog: str, run_dir: Path, record: RunRecord) -> int:
-    """Say where the run's record is; a failed run adds its error and exits 1, an interrupted
-    one its reason and ``128 + signal`` (130 for SIGINT, 143 for SIGTERM)."""
+    """Say where the run's record is; an ok run stopped on request adds why, a failed run adds
+    its error and exits 1, an interrupted one its reason and ``128 + signal`` (130 for SIGINT,
+    143 for SIGTERM)."""
     from mjlab_microduck.jobs import stopping
+    from mjlab_microduck.runs import stop_request
 
     print(f"run record: {run_dir / 'record.json'} (status {record.status})")
     if record.status == "ok":
+        if record.summary.get(stop_request.SUMMARY_KEY):
+            print(f"stopped early: {record.summary[stop_request.SUMMARY_KEY]}")
         return 0
     print(f"{prog}: {record.error}", file=sys.stderr)
     return stopping.exit_status(record.signal) if record.status == "interrupted" else 1

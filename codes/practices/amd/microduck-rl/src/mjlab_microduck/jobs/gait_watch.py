@@ -16,7 +16,10 @@ nothing is left to test, or after ``max_seconds``.
 A checkpoint is read once it has not changed for ``settle_s`` (rsl_rl writes it in place). The
 training runs must all be of one task (the evaluator holds one task's network). With
 ``start_test`` it runs the start test (``gait_test.START_TEST``) instead of the gait test: a
-second watcher beside the first measures how often each checkpoint's starts fold.
+second watcher beside the first measures how often each checkpoint's starts fold. With
+``stop_on_pass`` a training whose checkpoint passes is asked to stop
+(:mod:`~mjlab_microduck.runs.stop_request`); the watcher goes on testing its due checkpoints,
+older ones included, so the first passing one is still found.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from pathlib import Path
 from typing import Literal
 
 from mjlab_microduck.jobs import gait_test, train
-from mjlab_microduck.runs import liveness, records
+from mjlab_microduck.runs import liveness, records, stop_request
 from mjlab_microduck.runs.names import checkpoint_iteration
 
 
@@ -50,6 +53,10 @@ class GaitWatchRequest:
     profile's device; its runs are named ``start_<run>_<checkpoint stem>``."""
     device: str | None = None
     """Over the profile's device (e.g. cuda:1)."""
+    stop_on_pass: bool = False
+    """Ask a training to stop once one of its checkpoints passes (it ends ``ok``, its record
+    naming the checkpoint): a time-to-walk run needs nothing after its first pass, and the GPU
+    it frees speeds up the runs still training beside it."""
     poll_s: float = 10.0
     settle_s: float = 5.0
     max_seconds: float = 3600.0
@@ -63,6 +70,9 @@ class GaitWatchRequest:
                 raise ValueError(f"{run}: no run record (record.json) there")
         if self.every < 1:
             raise ValueError(f"--every must be at least 1 (got {self.every})")
+        if self.stop_on_pass and self.start_test:
+            raise ValueError("--stop-on-pass goes with the gait test, not --start-test (a start "
+                             "test does not say whether a checkpoint walks)")  # fmt: skip
         return self
 
 
@@ -116,6 +126,7 @@ def watch(request: GaitWatchRequest, log=print) -> list[gait_test.GaitRun]:
     done: set[Path] = set()
     tested: dict[Path, int] = {}
     written: list[gait_test.GaitRun] = []
+    stopped: set[Path] = set()
     evaluator = None
     try:
         while time.monotonic() - started < request.max_seconds:
@@ -160,6 +171,10 @@ def watch(request: GaitWatchRequest, log=print) -> list[gait_test.GaitRun]:
                 f"({summary['failed_conditions']} failed conditions, "
                 f"{result.rollout_seconds:.0f} s) -> {gait_run.run_dir}"
             )
+            if request.stop_on_pass and result.verdict.passed and run not in stopped:
+                stopped.add(run)
+                reason = f"{Path(path).stem} passed the gait test ({gait_run.record.run_id})"
+                log(stop_request.request_stop(run, reason, by="microduck gait-watch"))
     finally:
         if evaluator is not None:
             evaluator.close()

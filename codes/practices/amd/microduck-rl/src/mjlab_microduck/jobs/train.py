@@ -7,7 +7,10 @@ exported to ``scalars.csv`` with TensorBoard's event reader, a summary in the re
 chapter's format, and a validated ``record.json`` with provenance. A run that fails still leaves
 a record, with status ``failed`` and the error, never a half-written success; a run stopped by
 SIGINT, SIGTERM or SIGHUP stops the trainer and leaves an ``interrupted`` record with what it
-got to (last iteration and checkpoint, scalars so far); a running record's heartbeat is
+got to (last iteration and checkpoint, scalars so far), or an ``ok`` one that says why when the
+signal came with a stop request in the run folder (``microduck gait-watch --stop-on-pass`` asks
+a training to end at its first passing checkpoint: :mod:`~mjlab_microduck.runs.stop_request`);
+a running record's heartbeat is
 refreshed every minute, so a run whose driver was killed outright is found ``stale`` by
 ``microduck records verify``.
 
@@ -39,7 +42,7 @@ import pandas as pd
 from mjlab_microduck.analysis.training import summarize
 from mjlab_microduck.compat import buffer_syncs, manager_graphs, quat_syncs
 from mjlab_microduck.jobs import stopping
-from mjlab_microduck.runs import liveness, names, records, warp_log
+from mjlab_microduck.runs import liveness, names, records, stop_request, warp_log
 from mjlab_microduck.runs.names import EXPERIMENT_NAME, checkpoint_iteration, is_checkpoint_name
 from mjlab_microduck.runtime import backend
 
@@ -364,8 +367,20 @@ def progress_line(summary: dict) -> str:
     return ", ".join(parts)
 
 
-def _interrupted(record: records.RunRecord, run_dir: Path, signal_name: str) -> records.RunRecord:
+def _stopped(record: records.RunRecord, run_dir: Path, signal_name: str) -> records.RunRecord:
+    """The record of a run a signal stopped: ``interrupted``, or ``ok`` when the signal came
+    with a stop request (:mod:`~mjlab_microduck.runs.stop_request`) in its folder."""
     found = stopped_on_disk(record, run_dir)
+    asked = stop_request.read(run_dir)
+    if asked is not None:
+        # Stopped because it reached what it was run for (a gait-watch saw a checkpoint pass):
+        # an ok run with fewer iterations than asked, which says why.
+        found["summary"][stop_request.SUMMARY_KEY] = f"{asked.reason} (asked by {asked.by})"
+        log = run_dir / TRAIN_LOG
+        if log.is_file():
+            lines = log.read_text(errors="replace").splitlines()
+            found["summary"].update(manager_graphs.read_report(lines))
+        return record.model_copy(update={"status": "ok", **found})
     reason = f"interrupted by {signal_name} {progress_line(found['summary'])}"
     return records.mark_interrupted(record, reason, signal=signal_name, **found)
 
@@ -376,7 +391,8 @@ def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
 
     A malformed request (:meth:`TrainRequest.check`, a run folder to resume with no readable
     checkpoint) raises before the run folder exists. SIGINT, SIGTERM or SIGHUP stop the trainer
-    and leave an ``interrupted`` record with the last checkpoint (:mod:`.stopping`); while it
+    and leave an ``interrupted`` record with the last checkpoint (:mod:`.stopping`), or an ``ok``
+    one after a stop request (:func:`_stopped`); while it
     runs, the record's heartbeat is refreshed every minute (:mod:`~mjlab_microduck.runs.liveness`).
     """
     from mjlab_microduck.runtime import provenance
@@ -417,7 +433,7 @@ def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
         except BaseException as err:  # noqa: BLE001 - any end, even a signal, must be recorded
             stop = stopping.as_interrupted(err)
             if stop is not None:
-                record = _interrupted(record, run_dir, stop.signal_name)
+                record = _stopped(record, run_dir, stop.signal_name)
             else:
                 record = records.mark_failed(record, err)
             if not isinstance(err, (Exception, stopping.Interrupted)):

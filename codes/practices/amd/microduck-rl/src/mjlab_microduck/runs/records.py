@@ -11,9 +11,10 @@ therefore writes a :class:`RunRecord`:
 * optional ``scalars.csv`` (one row per iteration) and artifacts (slim checkpoints, MP4s)
   listed with their SHA-256 so a published result can be checked byte for byte.
 
-A record says how its run ended: ``ok``, ``failed`` (with the error), ``interrupted`` (stopped
-by a signal, or found dead by ``microduck records verify --fix``; with the reason), or still
-``running``. A running record names its host and process and carries a heartbeat
+A record says how its run ended: ``ok`` (a training stopped at its goal says why in its
+summary, :mod:`~mjlab_microduck.runs.stop_request`), ``failed`` (with the error),
+``interrupted`` (stopped by a signal, or found dead by ``microduck records verify --fix``; with
+the reason), or still ``running``. A running record names its host and process and carries a heartbeat
 (:class:`RunProcess`), so a run whose process is gone can be told from one in progress
 (:mod:`mjlab_microduck.runs.liveness`).
 
