@@ -547,6 +547,24 @@ def test_start_up_is_the_clock_before_the_first_iteration():
     assert first - start_up == pytest.approx(wall.diff().median())
 
 
+def test_the_start_up_table_counts_compiled_modules_and_times_each_start_up():
+    alone = [wr.seed_run(42, recipe=wr.WALKER_HEADING_ALONE)]
+    warm = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START_STANDING)
+    table = wr.start_up_table({"alone": alone, "warm": warm})
+    assert list(table.index) == ["alone", "warm"]
+    assert list(table["trainings on the GPU"]) == [1, 3]
+    # the alone run's record predates the count; the warm ones count 0 each
+    assert table.loc["alone", "Warp modules compiled"] == "not counted"
+    assert [run.stages[0][1].summary["warp_modules_compiled"] for run in warm] == [0, 0, 0]
+    assert table.loc["warm", "Warp modules compiled"] == 0
+    start_ups = sorted(wr.start_up_s(run) for run in warm)
+    assert table.loc["warm", "start-up s (median)"] == round(start_ups[1], 1)
+    assert table.loc["warm", "start-up s (longest)"] == round(start_ups[-1], 1)
+    assert table.loc["alone", "start-up s (median)"] == round(wr.start_up_s(alone[0]), 1)
+    # a cache that holds the task's modules starts in a third of the time, even three at once
+    assert 3 * table.loc["warm", "start-up s (longest)"] < table.loc["alone", "start-up s (median)"]
+
+
 def test_the_time_budget_table_is_the_benchmark_divided_into_the_budget():
     table = wr.time_budget_table(100.0, budget_s=600.0)
     where = wr._results_root(None) / wr.ENVS_BENCH

@@ -769,7 +769,7 @@ def test_the_command_says_where_its_run_record_is(monkeypatch, capsys, tmp_path)
 
     def fake_run(request):
         assert request.quick and request.device == "cpu" and request.name == "quick"
-        return made, SimpleNamespace(status="ok")
+        return made, SimpleNamespace(status="ok", summary={})
 
     monkeypatch.setattr(bench, "run", fake_run)
     assert bench_cli(["--quick", "--device", "cpu", "--out", str(tmp_path), "--name", "quick"]) == 0

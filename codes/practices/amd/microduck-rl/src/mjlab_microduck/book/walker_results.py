@@ -410,6 +410,25 @@ def start_up_s(run: SeedRun) -> float:
     return run.clock().seconds_at(int(wall.index.min())) - float(wall.diff().median())
 
 
+def start_up_table(groups: Mapping[str, Sequence[SeedRun]]) -> pd.DataFrame:
+    """One row per group of runs that started together on one GPU (label: its seeds): the
+    trainings that shared the GPU, the Warp modules their start-ups compiled (summed; "not
+    counted" for a record from before the count was kept) and their start-up
+    (:func:`start_up_s`), median and longest."""
+    rows = []
+    for label, runs in groups.items():
+        compiled = [run.stages[0][1].summary.get("warp_modules_compiled") for run in runs]
+        start_ups = pd.Series([start_up_s(run) for run in runs])
+        rows.append({
+            "runs": label,
+            "trainings on the GPU": len(runs),
+            "Warp modules compiled": "not counted" if None in compiled else int(sum(compiled)),
+            "start-up s (median)": round(float(start_ups.median()), 1),
+            "start-up s (longest)": round(float(start_ups.max()), 1),
+        })  # fmt: skip
+    return pd.DataFrame(rows).set_index("runs")
+
+
 def time_budget_table(
     start_up: float,
     budget_s: float = TIME_TO_WALK_TARGET_S,

@@ -14,8 +14,8 @@ therefore writes a :class:`RunRecord`:
 A record says how its run ended: ``ok`` (a training stopped at its goal says why in its
 summary, :mod:`~mjlab_microduck.runs.stop_request`), ``failed`` (with the error),
 ``interrupted`` (stopped by a signal, or found dead by ``microduck records verify --fix``; with
-the reason), or still ``running``. A running record names its host and process and carries a heartbeat
-(:class:`RunProcess`), so a run whose process is gone can be told from one in progress
+the reason), or still ``running``. A running record names its host and process and carries a
+heartbeat (:class:`RunProcess`), so a run whose process is gone can be told from one in progress
 (:mod:`mjlab_microduck.runs.liveness`).
 
 All writes go through a temporary file in the target directory followed by ``os.replace``, so
