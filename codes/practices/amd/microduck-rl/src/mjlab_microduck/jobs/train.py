@@ -10,9 +10,8 @@ SIGINT, SIGTERM or SIGHUP stops the trainer and leaves an ``interrupted`` record
 got to (last iteration and checkpoint, scalars so far), or an ``ok`` one that says why when the
 signal came with a stop request in the run folder (``microduck gait-watch --stop-on-pass`` asks
 a training to end at its first passing checkpoint: :mod:`~mjlab_microduck.runs.stop_request`);
-a running record's heartbeat is
-refreshed every minute, so a run whose driver was killed outright is found ``stale`` by
-``microduck records verify``.
+a running record's heartbeat is refreshed every minute, so a run whose driver was killed
+outright is found ``stale`` by ``microduck records verify``.
 
 Resuming copies the chosen checkpoint (given as a file, or a run folder whose last checkpoint
 is taken) into the new run's log tree and lets mjlab's own resume logic load it (rsl_rl counts
@@ -392,8 +391,8 @@ def run(request: TrainRequest, stream=None) -> tuple[Path, records.RunRecord]:
     A malformed request (:meth:`TrainRequest.check`, a run folder to resume with no readable
     checkpoint) raises before the run folder exists. SIGINT, SIGTERM or SIGHUP stop the trainer
     and leave an ``interrupted`` record with the last checkpoint (:mod:`.stopping`), or an ``ok``
-    one after a stop request (:func:`_stopped`); while it
-    runs, the record's heartbeat is refreshed every minute (:mod:`~mjlab_microduck.runs.liveness`).
+    one after a stop request (:func:`_stopped`); while it runs, the record's heartbeat is
+    refreshed every minute (:mod:`~mjlab_microduck.runs.liveness`).
     """
     from mjlab_microduck.runtime import provenance
 
