@@ -7,10 +7,11 @@ from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from mjlab_microduck.analysis import gait, walker
+from mjlab_microduck.analysis import gait, walker, watcher_cost
 from mjlab_microduck.book import walker_results as wr
 from mjlab_microduck.runs import records
 
@@ -616,3 +617,39 @@ def test_chapter_4_quotes_the_first_passing_iterations_it_compares_the_budget_wi
     assert wr.first_passing(wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE))[0] == 650
     assert {r.stages[0][1].config["num_envs"] for r in wr.seed_runs(recipe=wr.WALKER_TURNING)} == {
         4096}
+
+
+def test_the_watcher_cost_table_measures_each_training_beside_its_group_s_tests():
+    by_hand = [wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE)]
+    by_script = [wr.seed_run(42, recipe=wr.WALKER_HEADING_ALONE)]
+    side_by_side = wr.seed_runs(recipe=wr.WALKER_TURNING)
+    table = wr.watcher_cost_table({"hand": by_hand, "script": by_script, "three": side_by_side})
+    assert list(table["trainings on the GPU"]) == [1, 1, 3]
+    # three trainings share one watcher: each is measured against every seed's tests
+    tests = wr.gait_test_intervals(side_by_side)
+    assert len(tests) > max(len(run.gait) for run in side_by_side)
+    own = [(run.gait[0][2].started_at, run.gait[0][2].finished_at) for run in side_by_side]
+    assert len({start for start, _ in own}) == 3
+    # the alone run started by hand: every number recomputed from its records
+    (run,) = by_hand
+    cost = watcher_cost.watcher_cost(run.scalars(), wr.gait_test_intervals(by_hand))
+    # the last checkpoint's test ran after the training had ended
+    assert table.loc["hand", "gait tests beside"] == cost["tests"] == len(run.gait) - 1
+    assert table.loc["hand", "s per iteration beside a test"] == round(cost["beside"], 2)
+    assert table.loc["hand", "s per iteration otherwise"] == round(cost["otherwise"], 2)
+    assert table.loc["hand", "s added per test"] == round(cost["added_s_per_test"], 1)
+    first = wr.first_passing(run)[0]
+    before = watcher_cost.watcher_cost(run.scalars(), wr.gait_test_intervals(by_hand), first)
+    assert table.loc["hand", "s added before the first pass"] == round(before["added_s"], 0)
+    # by hand a test doubled the training's iterations; under the script it cost it nothing
+    assert table.loc["hand", "s per iteration beside a test"] > 1.8 * table.loc[
+        "hand", "s per iteration otherwise"]
+    assert abs(table.loc["script", "s added per test"]) < 1.0
+    assert np.isnan(table.loc["script", "s added before the first pass"])  # it never passed
+    assert set(table["CUDA MPS"]) == {"not recorded"}  # these records predate cuda_mps
+    for kept, shown in ((True, "on"), (False, "off")):
+        where, record = run.stages[0]
+        provenance = record.provenance.model_copy(update={"cuda_mps": kept})
+        record = record.model_copy(update={"provenance": provenance})
+        marked = replace(run, stages=((where, record),))
+        assert wr.watcher_cost_table({"marked": [marked]}).loc["marked", "CUDA MPS"] == shown

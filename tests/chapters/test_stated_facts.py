@@ -733,3 +733,30 @@ def test_chapter_11_states_what_a_warm_kernel_cache_buys_as_recorded():
     ]
     assert warm_graphs >= 600 > cold_graphs  # why model_600 is the line the text draws
     assert_stated(text, stated, "chapter 11 does not state the warm start-up as recorded")
+
+
+def test_chapter_11_states_what_the_gait_watcher_cost_as_recorded():
+    from mjlab_microduck.book import walker_results as wr
+
+    text = prose("11_time_to_walk.md")
+    table = wr.watcher_cost_table({
+        "three": wr.seed_runs(recipe=wr.WALKER_HEADING),
+        "script": [wr.seed_run(42, recipe=wr.WALKER_HEADING_ALONE)],
+        "hand": [wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE)],
+    })  # fmt: skip
+    hand, script = table.loc["hand"], table.loc["script"]
+    three = table.loc["three", "s added per test"]
+    beside, otherwise = "s per iteration beside a test", "s per iteration otherwise"
+    first = wr.first_passing(wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE))[0]
+    stated = [
+        f"a test costs each of three trainings side by side about {three:.0f} s",
+        f"its iterations took {script[beside]:.2f} s beside a test and "
+        f"{script[otherwise]:.2f} s otherwise",
+        f"took {hand[beside]:.2f} s per iteration while a test ran against "
+        f"{hand[otherwise]:.2f} s otherwise",
+        f"each test added {hand['s added per test']:.0f} s to its clock, and "
+        f"{hand['s added before the first pass']:.0f} s by its first passing checkpoint, "
+        f"model_{first}",
+    ]
+    assert abs(script["s added per test"]) < 0.5  # "the training alone nothing"
+    assert_stated(text, stated, "chapter 11 does not state the gait watcher's cost as recorded")

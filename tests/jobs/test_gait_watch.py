@@ -13,6 +13,8 @@ What this proves (no simulator: the evaluator is a fake that records what it was
 * with ``stop_on_pass``, a training whose checkpoint passes gets a stop request and SIGTERM
   (a real process here), and the watcher still tests its older checkpoints; a run that never
   passes gets none; the start test refuses the option;
+* with ``after_training``, nothing is tested while a watched run is still running, and every
+  due checkpoint is tested once it has ended; ``stop_on_pass`` refuses the option;
 * bad input (no run, a folder without a record, ``every`` < 1, runs of two tasks) is one line
   and exit status 2 from ``microduck gait-watch``, with nothing written.
 """
@@ -242,6 +244,44 @@ def test_stop_on_pass_is_refused_with_the_start_test(tmp_path):
     a = make_run(tmp_path, "a", [100])
     request = gait_watch.GaitWatchRequest(runs=(a,), start_test=True, stop_on_pass=True)
     with pytest.raises(ValueError, match="--stop-on-pass goes with the gait test"):
+        request.check()
+
+
+def test_after_training_tests_nothing_until_every_run_has_ended(tmp_path, monkeypatch):
+    FakeEvaluator.built.clear()
+    monkeypatch.setattr(gait_test, "GaitEvaluator", FakeEvaluator)
+    tested_at: list[float] = []
+    evaluate = FakeEvaluator.evaluate
+    monkeypatch.setattr(FakeEvaluator, "evaluate",
+                        lambda self, path, **kw: (tested_at.append(time.monotonic()),
+                                                  evaluate(self, path, **kw))[1])  # fmt: skip
+    running = make_run(tmp_path, "a", [100, 200, 300])
+    done = make_run(tmp_path, "b", [100, 200], status="ok")
+    ended_at: list[float] = []
+
+    def end_training():  # the training of run a ends half a second into the watch
+        time.sleep(0.5)
+        record = records.load_record(running)
+        records.write_record(record.model_copy(update={
+            "status": "ok", "process": None, "finished_at": records.utc_now_iso()}), running)
+        ended_at.append(time.monotonic())
+
+    ender = threading.Thread(target=end_training)
+    ender.start()
+    request = gait_watch.GaitWatchRequest(
+        runs=(running, done), out=tmp_path / "gait", every=100, after_training=True,
+        poll_s=0.05, settle_s=0.0, max_seconds=30,
+    )  # fmt: skip
+    written = gait_watch.watch(request, log=lambda line: None)
+    ender.join()
+    assert len(written) == 5  # both runs' due checkpoints, the finished b's included
+    assert min(tested_at) >= ended_at[0]  # none while run a was still training
+
+
+def test_stop_on_pass_is_refused_after_training(tmp_path):
+    a = make_run(tmp_path, "a", [100])
+    request = gait_watch.GaitWatchRequest(runs=(a,), after_training=True, stop_on_pass=True)
+    with pytest.raises(ValueError, match="with --after-training every run has ended"):
         request.check()
 
 

@@ -176,10 +176,38 @@ def test_cuda_uses_nvidia_smi_and_never_rocm_tools(fake_cuda, tools):
     assert tools.calls() == ["nvidia-smi"]
 
 
+def _process(proc_root, pid, *argv: str):
+    where = proc_root / str(pid)
+    where.mkdir(parents=True)
+    (where / "cmdline").write_bytes(b"\0".join(arg.encode() for arg in argv) + b"\0")
+
+
+def test_the_mps_daemon_is_found_by_its_process_name(tmp_path):
+    _process(tmp_path, 1, "/sbin/init")
+    _process(tmp_path, 20, "python3", "-m", "nvidia-cuda-mps-control")  # an argument only
+    (tmp_path / "self").mkdir()  # not a process number
+    assert provenance.cuda_mps_running(tmp_path) is False
+    _process(tmp_path, 31, "/usr/bin/nvidia-cuda-mps-control", "-d")
+    assert provenance.cuda_mps_running(tmp_path) is True
+    assert provenance.cuda_mps_running(tmp_path / "missing") is False
+
+
+def test_a_cuda_run_says_whether_mps_shares_its_gpu_and_another_run_does_not(
+    fake_cuda, tools, monkeypatch
+):
+    all_tools(tools)
+    for running in (True, False):
+        monkeypatch.setattr(provenance, "cuda_mps_running", lambda running=running: running)
+        assert provenance.collect(profile="full").cuda_mps is running
+    monkeypatch.setattr(provenance, "cuda_mps_running", lambda: True)
+    assert provenance.collect(profile="ci", device="cpu").cuda_mps is None
+
+
 def test_cpu_calls_no_vendor_tool(fake_cpu, tools):
     all_tools(tools)
     prov = provenance.collect(profile="ci")
     assert prov.backend == "cpu"
+    assert prov.cuda_mps is None
     assert prov.driver_version is None and prov.runtime_version is None
     assert prov.arch == (platform.machine() or None)
     assert tools.calls() == []

@@ -95,6 +95,16 @@ def test_stop_on_pass_goes_to_the_gait_watcher_only(tmp_path):
     assert "a training stops at its first pass" in proc.stdout
 
 
+def test_watch_after_starts_the_gait_watcher_to_test_once_the_trainings_end(tmp_path):
+    out = tmp_path / "walker"
+    proc = run(tmp_path, TASK, "615", str(out), "43", WATCH_AFTER="1", WATCH_EVERY="25")
+    assert proc.returncode == 0, proc.stderr
+    (watch,) = [line for line in calls(tmp_path, 2) if line.startswith("gait-watch")]
+    assert "--after-training" in watch and "--every 25" in watch
+    assert "--stop-on-pass" not in watch
+    assert "once the trainings have ended" in proc.stdout
+
+
 def test_a_warm_up_training_fills_the_kernel_cache_before_the_trainings_start(tmp_path):
     out = tmp_path / "walker"
     proc = run(tmp_path, TASK, "600", str(out), WARM_KERNELS="1", NUM_ENVS="2048")
@@ -126,7 +136,10 @@ def test_a_failed_warm_up_starts_no_training(tmp_path):
      ({"WARM_KERNELS": "2"}, "WARM_KERNELS must be 0 or 1"),
      ({"START_WATCH": "1", "WATCH_EVERY": "0"}, "START_WATCH=1 needs WATCH_EVERY > 0"),
      ({"STOP_ON_PASS": "on"}, "STOP_ON_PASS must be 0 or 1"),
-     ({"STOP_ON_PASS": "1", "WATCH_EVERY": "0"}, "STOP_ON_PASS=1 needs WATCH_EVERY > 0")],
+     ({"STOP_ON_PASS": "1", "WATCH_EVERY": "0"}, "STOP_ON_PASS=1 needs WATCH_EVERY > 0"),
+     ({"WATCH_AFTER": "yes"}, "WATCH_AFTER must be 0 or 1"),
+     ({"WATCH_AFTER": "1", "WATCH_EVERY": "0"}, "WATCH_AFTER=1 needs WATCH_EVERY > 0"),
+     ({"WATCH_AFTER": "1", "STOP_ON_PASS": "1"}, "with WATCH_AFTER=1 none runs while testing")],
 )
 def test_a_bad_watch_setting_starts_and_creates_nothing(tmp_path, settings, message):
     out = tmp_path / "walker"

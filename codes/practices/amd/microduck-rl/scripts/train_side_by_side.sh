@@ -11,6 +11,9 @@
 #                                        iteration WATCH_FROM on (WATCH_EVERY=0: no watcher)
 #   STOP_ON_PASS [0]  1: the gait watcher stops a training at its first passing checkpoint
 #                     (its record ends ok and names it), which frees the GPU for the others
+#   WATCH_AFTER [0]   1: the gait watcher tests nothing until every training has ended, so a
+#                     training timed for its walker has the GPU to itself (a GPU that does not
+#                     run two processes' kernels at once slows a training while a test runs)
 #   START_WATCH [0]   1: a second watcher start-tests the same checkpoints (the two fastest
 #                     forward cases, 4 x 256 robots, 2 s: how often a start folds)
 #   WARM_KERNELS [0]  1: first, alone, a 1-iteration training of the task at NUM_ENVS envs
@@ -30,7 +33,7 @@ TASK=$1; ITERS=$2; OUT=$3; shift 3
 SEEDS=("$@"); [ ${#SEEDS[@]} -gt 0 ] || SEEDS=(42 43 44)
 NUM_ENVS=${NUM_ENVS:-4096}; SAVE_INTERVAL=${SAVE_INTERVAL:-50}; DEVICE=${DEVICE:-cuda:0}
 WATCH_EVERY=${WATCH_EVERY:-50}; WATCH_FROM=${WATCH_FROM:-250}; START_WATCH=${START_WATCH:-0}
-WARM_KERNELS=${WARM_KERNELS:-0}; STOP_ON_PASS=${STOP_ON_PASS:-0}
+WARM_KERNELS=${WARM_KERNELS:-0}; STOP_ON_PASS=${STOP_ON_PASS:-0}; WATCH_AFTER=${WATCH_AFTER:-0}
 read -r -a MICRODUCK <<< "${MICRODUCK:-python3 -m mjlab_microduck.cli}"
 refuse() { echo "train_side_by_side.sh: $*" >&2; exit 2; }
 [[ $ITERS =~ ^[1-9][0-9]*$ ]] || refuse "ITERATIONS must be a positive integer (got $ITERS)"
@@ -40,6 +43,10 @@ for s in "${SEEDS[@]}"; do [[ $s =~ ^[0-9]+$ ]] || refuse "seeds must be integer
 [[ $WARM_KERNELS =~ ^[01]$ ]] || refuse "WARM_KERNELS must be 0 or 1 (got $WARM_KERNELS)"
 [[ $STOP_ON_PASS =~ ^[01]$ ]] || refuse "STOP_ON_PASS must be 0 or 1 (got $STOP_ON_PASS)"
 [ "$STOP_ON_PASS" = 1 ] && [ "$WATCH_EVERY" = 0 ] && refuse "STOP_ON_PASS=1 needs WATCH_EVERY > 0"
+[[ $WATCH_AFTER =~ ^[01]$ ]] || refuse "WATCH_AFTER must be 0 or 1 (got $WATCH_AFTER)"
+[ "$WATCH_AFTER" = 1 ] && [ "$WATCH_EVERY" = 0 ] && refuse "WATCH_AFTER=1 needs WATCH_EVERY > 0"
+[ "$WATCH_AFTER" = 1 ] && [ "$STOP_ON_PASS" = 1 ] \
+  && refuse "STOP_ON_PASS=1 stops a running training; with WATCH_AFTER=1 none runs while testing"
 [ -e "$OUT" ] && refuse "$OUT exists: an earlier run is never overwritten"
 
 mkdir -p "$OUT/runs" "$OUT/gait"
@@ -89,6 +96,9 @@ if [ "$WATCH_EVERY" != 0 ]; then
   if [ "$STOP_ON_PASS" = 1 ]; then
     watch gait watch.log --stop-on-pass
     echo "gait watcher started: every ${WATCH_EVERY}th checkpoint from $WATCH_FROM; a training stops at its first pass"
+  elif [ "$WATCH_AFTER" = 1 ]; then
+    watch gait watch.log --after-training
+    echo "gait watcher started: every ${WATCH_EVERY}th checkpoint from $WATCH_FROM, once the trainings have ended"
   else
     watch gait watch.log
     echo "gait watcher started: every ${WATCH_EVERY}th checkpoint from $WATCH_FROM"

@@ -65,7 +65,8 @@ def skills_held(table: Sequence[Mapping[str, Any]], thresholds: Mapping[str, flo
     return held
 
 
-def _seconds(iso: str) -> float:
+def seconds_since_epoch(iso: str) -> float:
+    """An ISO time stamp of a record, on the clock of the scalars' ``wall_time``."""
     return dt.datetime.fromisoformat(iso).timestamp()
 
 
@@ -89,7 +90,7 @@ class TrainingClock:
             wall = scalars["wall_time"].dropna()
             if wall.empty:
                 continue
-            start = _seconds(started_at)
+            start = seconds_since_epoch(started_at)
             if iteration <= wall.index.max():
                 if iteration < wall.index.min():
                     raise ValueError(f"iteration {iteration}: before this stage's first")
@@ -105,7 +106,7 @@ class TrainingClock:
             wall = scalars["wall_time"].dropna()
             if wall.empty:
                 continue
-            start = _seconds(started_at)
+            start = seconds_since_epoch(started_at)
             parts.append((elapsed + wall - start) / 60.0)
             elapsed += float(wall.iloc[-1]) - start
         if not parts:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mjlab_microduck.analysis import gait, walker
+from mjlab_microduck.analysis import gait, walker, watcher_cost
 from mjlab_microduck.book import start_folds, tables
 from mjlab_microduck.runs import folds, records, warp_log
 from mjlab_microduck.tasks import tuning
@@ -398,6 +398,48 @@ def time_to_walk_table(groups: Mapping[str, Sequence[SeedRun]]) -> pd.DataFrame:
             "first passing": first["first_passing"] if first else "none",
             "minutes from launch": round(first["time_to_walk_s"] / 60.0, 1) if first
             else float("nan"),
+        })  # fmt: skip
+    return pd.DataFrame(rows).set_index("runs")
+
+
+def gait_test_intervals(runs: Sequence[SeedRun]) -> list[watcher_cost.Interval]:
+    """When each gait test of ``runs`` ran (its record's start and end, seconds since the
+    epoch): the tests a watcher ran on the GPU those trainings shared."""
+    return sorted({
+        (walker.seconds_since_epoch(rec.started_at), walker.seconds_since_epoch(rec.finished_at))
+        for run in runs for _, _, rec in run.gait if rec.finished_at is not None
+    })  # fmt: skip
+
+
+def watcher_cost_table(groups: Mapping[str, Sequence[SeedRun]]) -> pd.DataFrame:
+    """One row per group of runs that trained together on one GPU (label: its seeds): the gait
+    tests run beside them, the median seconds per iteration while a test ran and otherwise,
+    the seconds a test added to a training (:mod:`~mjlab_microduck.analysis.watcher_cost`;
+    medians over the group's trainings), what the tests had added to the
+    clock of the passing checkpoint reached first (NaN where none passes) and whether CUDA's
+    MPS daemon shared the GPU (its record's ``cuda_mps``; "not recorded" before it was kept)."""
+    rows = []
+    for label, runs in groups.items():
+        tests = gait_test_intervals(runs)
+        costs = pd.DataFrame([watcher_cost.watcher_cost(run.scalars(), tests) for run in runs])
+        record = runs[0].stages[0][1]
+        first = _time_to_walk(list(runs))
+        added = float("nan")
+        if first is not None:
+            run = next(run for run in runs if run.seed == first["seed"])
+            iteration = int(first["first_passing"].rsplit("_", 1)[1])
+            added = watcher_cost.watcher_cost(run.scalars(), tests, iteration)["added_s"]
+        rows.append({
+            "runs": label,
+            "machine": tables.record_machine_text(record),
+            "date": record.started_at[:10],
+            "trainings on the GPU": len(runs),
+            "gait tests beside": int(costs["tests"].max()),
+            "s per iteration beside a test": round(float(costs["beside"].median()), 2),
+            "s per iteration otherwise": round(float(costs["otherwise"].median()), 2),
+            "s added per test": round(float(costs["added_s_per_test"].median()), 1),
+            "s added before the first pass": round(added, 0),
+            "CUDA MPS": {True: "on", False: "off"}.get(record.provenance.cuda_mps, "not recorded"),
         })  # fmt: skip
     return pd.DataFrame(rows).set_index("runs")
 

@@ -19,7 +19,10 @@ training runs must all be of one task (the evaluator holds one task's network). 
 second watcher beside the first measures how often each checkpoint's starts fold. With
 ``stop_on_pass`` a training whose checkpoint passes is asked to stop
 (:mod:`~mjlab_microduck.runs.stop_request`); the watcher goes on testing its due checkpoints,
-older ones included, so the first passing one is still found.
+older ones included, so the first passing one is still found. With ``after_training`` it
+tests nothing until every watched run has ended: a training timed for its walker then has the
+GPU to itself (where the GPU does not run two processes' kernels at once, a test beside a
+training slows it; :mod:`~mjlab_microduck.analysis.watcher_cost` measures by how much).
 """
 
 from __future__ import annotations
@@ -57,6 +60,9 @@ class GaitWatchRequest:
     """Ask a training to stop once one of its checkpoints passes (it ends ``ok``, its record
     naming the checkpoint): a time-to-walk run needs nothing after its first pass, and the GPU
     it frees speeds up the runs still training beside it."""
+    after_training: bool = False
+    """Test nothing until every watched run has ended, so the trainings' clocks count no test
+    (``max_seconds`` counts the wait)."""
     poll_s: float = 10.0
     settle_s: float = 5.0
     max_seconds: float = 3600.0
@@ -73,6 +79,9 @@ class GaitWatchRequest:
         if self.stop_on_pass and self.start_test:
             raise ValueError("--stop-on-pass goes with the gait test, not --start-test (a start "
                              "test does not say whether a checkpoint walks)")  # fmt: skip
+        if self.stop_on_pass and self.after_training:
+            raise ValueError("--stop-on-pass stops a running training; with --after-training "
+                             "every run has ended before the first test")  # fmt: skip
         return self
 
 
@@ -131,6 +140,9 @@ def watch(request: GaitWatchRequest, log=print) -> list[gait_test.GaitRun]:
     try:
         while time.monotonic() - started < request.max_seconds:
             states = {run: _run_state(run)[0] for run in request.runs}
+            if request.after_training and any(s == "running" for s in states.values()):
+                time.sleep(request.poll_s)
+                continue
             untested = [
                 (run, p)
                 for run in request.runs

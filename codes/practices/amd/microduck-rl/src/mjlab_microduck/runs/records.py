@@ -149,6 +149,12 @@ class Provenance(_Strict):
         default_factory=list,
         description="caveats met while collecting (a tool missing, timed out, ...)",
     )
+    cuda_mps: bool | None = Field(
+        default=None,
+        description="whether CUDA's MPS control daemon was running when the run began (the "
+        "kernels of several processes then share the GPU at once); None: not a CUDA run, or "
+        "a record from before this was kept",
+    )
 
 
 class Artifact(_Strict):

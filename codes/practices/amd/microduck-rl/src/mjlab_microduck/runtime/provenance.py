@@ -12,7 +12,10 @@ and a *finished* measurement exited 1 without writing its JSON. Here:
   ``hip``, ``nvidia-smi`` only on ``cuda``, never on ``cpu``;
 * every tool call has a short timeout, and a missing tool, a non-zero exit or a timeout
   becomes ``"unknown"`` plus a note. :func:`collect` never raises for a tool and never
-  touches the measurement it describes.
+  touches the measurement it describes;
+* on ``cuda``, ``cuda_mps`` says whether CUDA's MPS daemon runs (read from ``/proc``, no tool):
+  under it several processes' kernels share the GPU at once, which changes what a timing
+  beside another process means.
 
 No-op cases: on a CPU-only machine no external tool is run at all (only ``git``).
 """
@@ -389,6 +392,27 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown CPU"
 
 
+MPS_CONTROL = "nvidia-cuda-mps-control"
+
+
+def cuda_mps_running(proc_root: Path = Path("/proc")) -> bool:
+    """Whether CUDA's MPS control daemon runs on this machine (a process of that name in
+    ``proc_root``); a CUDA process started meanwhile shares the GPU through it. Reads process
+    command lines only, calls no tool; never raises (an unreadable process is skipped)."""
+    try:
+        entries = [entry for entry in proc_root.iterdir() if entry.name.isdigit()]
+    except OSError:
+        return False
+    for entry in entries:
+        try:
+            argv0 = (entry / "cmdline").read_bytes().split(b"\0", 1)[0]
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if Path(argv0.decode(errors="replace")).name == MPS_CONTROL:
+            return True
+    return False
+
+
 def _profile_name(notes: list[str]) -> str | None:
     try:
         from mjlab_microduck.runtime import profiles
@@ -466,6 +490,7 @@ def collect_report(
         profile=profile if profile is not None else _profile_name(notes),
         machine_label=machine_label,
         notes=list(notes),
+        cuda_mps=cuda_mps_running() if facts.backend == "cuda" else None,
     )
     provenance = records.Provenance(**prov_fields)
     return ProvenanceReport(provenance=provenance, notes=notes, facts=facts, tools_called=tools)
