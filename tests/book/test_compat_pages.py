@@ -35,3 +35,9 @@ def test_the_fork_fault_sinks_the_microduck_and_the_guard_fires():
     assert table.loc["frozen broadphase (fork)", "below_ground"] > 0
     assert table.loc["frozen broadphase (fork)", "nan_state"] == 0
     assert rbound_cm > 0
+    # `list` mode keeps the floor: no robot sinks and the trunk stands as high as in the stock run
+    z = compat_pages.TRUNK_Z_COLUMN
+    assert table.loc["frozen broadphase (list)", "below_ground"] == 0
+    assert table.loc["frozen broadphase (list)", z] == pytest.approx(
+        table.loc["stock broadphase", z], abs=0.005)
+    assert table.loc["frozen broadphase (fork)", z] < table.loc["stock broadphase", z]

@@ -104,13 +104,56 @@ def test_sim2sim_table_compares_like_with_like():
     assert (forward["Warp mean"], forward["Warp min"], forward["Warp max"]) == pytest.approx(
         (0.9, 0.8, 1.0))  # fmt: skip
     assert forward["plain MuJoCo"] == 1.05 and forward["plain MuJoCo, other mode"] == 0.95
-    assert forward["Warp median |Δheading| (rad)"] == pytest.approx(0.2)
+    warp_heading, plain_heading = drive.OPEN_LOOP_HEADING_COLUMNS
+    assert forward[warp_heading] == pytest.approx(0.2) and forward[plain_heading] == 0.05
     turn = table.loc["turn in place +0.5 rad/s"]
     assert turn["compared"] == "yaw rate commanded" and turn["Warp mean"] == pytest.approx(1.0)
     assert list(table.index) == ["forward 0.15 m/s", "turn in place +0.5 rad/s"]
     outside = drive.outside_warp(table)
     assert list(outside.index) == ["forward 0.15 m/s"]
     assert outside.loc["forward 0.15 m/s", "by"] == pytest.approx(0.05)
+
+
+def test_heading_columns_are_open_loop_when_the_heading_mode_is_compared():
+    warp = pd.concat([
+        _rows("forward_0.2", gait.HEADING_MODE, [0.9, 0.95], "progress_ratio",
+              heading=[0.01, 0.02]),
+        _rows("forward_0.2", gait.OPEN_LOOP_MODE, [0.9, 0.9, 0.9], "progress_ratio",
+              heading=[0.1, -0.4, 0.3]),
+    ])  # fmt: skip
+    plain = pd.concat([
+        _rows("forward_0.2", gait.HEADING_MODE, [0.97], "progress_ratio", heading=0.0),
+        _rows("forward_0.2", gait.OPEN_LOOP_MODE, [0.96], "progress_ratio", heading=-0.07),
+    ])  # fmt: skip
+    row = drive.sim2sim_table(plain, warp).loc["forward 0.2 m/s"]
+    assert row["compared"] == "heading held" and row["plain MuJoCo"] == 0.97
+    warp_heading, plain_heading = drive.OPEN_LOOP_HEADING_COLUMNS
+    assert row[warp_heading] == pytest.approx(0.3) and row[plain_heading] == pytest.approx(0.07)
+
+
+def _sweep():
+    return pd.DataFrame(
+        {"measure": ["progress / command", "progress / command", "moved (m)"],
+         "0 (0 ms)": [0.01, 0.9, 0.0], "1 (5 ms)": [0.9, 0.92, 0.01],
+         "2 (10 ms)": [0.1, 0.88, 0.0]},
+        index=["backward 0.2 m/s", "forward 0.4 m/s", "stand"])  # fmt: skip
+
+
+def test_delay_effect_and_finding_say_where_the_delay_matters():
+    effect = drive.delay_effect(_sweep())
+    assert list(effect.index) == ["backward 0.2 m/s", "forward 0.4 m/s"]
+    back = effect.loc["backward 0.2 m/s"]
+    assert (back["least at delay"], back["most at delay"]) == ("0 (0 ms)", "1 (5 ms)")
+    assert back["spread"] == pytest.approx(0.89)
+    assert back["stalls at delay"] == "0 (0 ms), 2 (10 ms)"
+    assert effect.loc["forward 0.4 m/s", "stalls at delay"] == "none"
+    finding = drive.delay_finding(_sweep())
+    assert finding.startswith("backward 0.2 m/s stalls at a delay of 0 (0 ms), 2 (10 ms).")
+    assert "moves backward 0.2 m/s most, from 0.01 of the command at a delay of 0 (0 ms)" in finding
+    assert finding.endswith("and forward 0.4 m/s least (0.88 to 0.92).")
+    calm = _sweep().assign(**{"0 (0 ms)": [0.5, 0.9, 0.0], "2 (10 ms)": [0.6, 0.88, 0.0]})
+    assert drive.delay_finding(calm).startswith(
+        "No straight line stalls at any actuator delay of the sweep, 0 (0 ms) to 2 (10 ms)")
 
 
 def test_stalls_marks_the_linear_cases_under_the_stall_line_per_delay():

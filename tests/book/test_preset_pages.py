@@ -60,7 +60,7 @@ def test_outcome_text_tells_stands_steps_and_walks_apart():
         _outcomes(**{"largest 4 s displacement (m)": 0.01, "stable": 3}), "p"
     ) == "stands: no checkpoint moves more than 0.010 m in 4 s (1 of 4 replays ends in a fall)"
     assert preset_pages.outcome_text(_outcomes(), "p", 0.15).startswith(
-        "steps, but at most 0.050 m/s under 0.15 m/s")
+        "steps, but at most 0.050 m/s under 0.15 m/s, short of the walking rule")
     assert "walks forward at 0.120 m/s" in preset_pages.outcome_text(
         _outcomes(walks="yes", **{"best mean forward velocity (m/s)": 0.12}), "p")
 

@@ -256,6 +256,27 @@ def test_iteration_log_prints_one_line_per_iteration_and_errors_as_they_come():
     ]
 
 
+def test_iteration_log_with_milestones_shows_a_handful_of_iterations_and_every_error():
+    out = io.StringIO()
+    log = results.IterationLog(out, milestones=True)
+    for it in range(8):
+        log.write(f"  Learning iteration {it}/8  \n   Mean reward: {it}.00\n")
+        if it == 4:
+            log.write("Traceback (most recent call last):\n")
+    log.close()
+    assert out.getvalue().splitlines() == [
+        "iteration 1/8: reward 1.00", "iteration 3/8: reward 3.00",
+        "Traceback (most recent call last):",
+        "iteration 5/8: reward 5.00", "iteration 7/8: reward 7.00",
+    ]  # fmt: skip
+    assert log.lines_shown == 5
+    short = io.StringIO()
+    log = results.IterationLog(short, milestones=True)
+    log.write("Learning iteration 0/1\nMean reward: 2.00\nLearning iteration odd\n")
+    log.close()
+    assert short.getvalue().splitlines() == ["iteration 0/1: reward 2.00", "iteration odd"]
+
+
 def test_plot_training_draws_stages_on_one_axis():
     _, scalars = results.load_published("h200_smoke_64x5")
     later = scalars.set_index(scalars.index + 4)

@@ -75,6 +75,20 @@ def test_the_candidate_never_falls_and_fails_fewest_conditions(runs):
     assert len(table) == 16 and table["terminations"].sum() == 0
 
 
+def test_the_case_table_shows_the_heading_speed_the_walk_and_turn_cases_pass_on():
+    verdict, _ = wr.walker_gait(wr.published_walker())
+    table = wr.case_table(verdict)
+    assert list(table.columns) == [
+        "passed", "mean_progress_ratio", "min_progress_ratio", "heading_speed_ratio",
+        "mean_yaw_ratio", "max_abs_heading_change_rad", "max_displacement_m", "terminations"]
+    walk_turn = table.filter(like="and turn", axis=0)
+    # passed although they end up facing away from where they started: judged on heading speed
+    assert len(walk_turn) == 2 and walk_turn["passed"].all()
+    assert (walk_turn["mean_progress_ratio"] < 0).all()
+    assert (walk_turn["heading_speed_ratio"] >= gait.MIN_HEADING_SPEED_RATIO).all()
+    assert table.loc[["stand", "turn in place +0.5 rad/s"], "heading_speed_ratio"].isna().all()
+
+
 @pytest.fixture(scope="module")
 def narrow_runs():
     return wr.seed_runs(recipe=wr.WALKER_NARROW)

@@ -75,3 +75,43 @@ def test_seed_findings_of_the_published_resumes(runs):
     assert list(found.index) == [f"seed {s}" for s in wr.SEEDS]
     assert (found["resumed checkpoints"] == 4).all()
     assert found["robots holding their heading"].str.contains("(model_499) → ", regex=False).all()
+
+
+def _stage(run_id, first, iterations, interval, files, resumed=None, log_dir=None):
+    from types import SimpleNamespace
+
+    config = {"iterations": iterations, "save_interval": interval}
+    if resumed is not None:
+        config["resume_from_iteration"] = resumed
+    return SimpleNamespace(
+        record=SimpleNamespace(run_id=run_id, config=config),
+        scalars=pd.DataFrame(index=pd.Index(range(first, first + iterations), name="iteration")),
+        checkpoints=files, log_dir=log_dir,
+    )  # fmt: skip
+
+
+def test_stage_files_tabulates_the_recorded_resume_by_rsl_rls_rule():
+    from mjlab_microduck.book import results
+
+    one = results.published_run(results.RECIPE_RUN_500)
+    two = results.published_run(results.RECIPE_RUN_1500)
+    table = walker_resume.stage_files(one, two)
+    assert list(table.index) == ["one (from scratch)", "two (resumed)"]
+    assert table["iterations asked"].tolist() == [500, 1000]
+    assert table["iteration numbers"].tolist() == ["0–499", "499–1498"]
+    assert table.loc["two (resumed)", "checkpoint files"] == (
+        "model_500.pt, model_750.pt, model_1000.pt, model_1250.pt, model_1498.pt"
+    )
+
+
+def test_stage_files_reads_a_live_runs_files_and_refuses_a_mismatch(tmp_path):
+    for name in ("model_2.pt", "model_3.pt"):
+        (tmp_path / name).write_bytes(b"")
+    one = _stage("a", 0, 3, 1, ["model_0.pt", "model_1.pt", "model_2.pt"])
+    two = _stage("b", 2, 2, 1, [], resumed=2, log_dir=tmp_path)  # the record's list is not read
+    table = walker_resume.stage_files(one, two)
+    assert table.loc["two (resumed)", "checkpoint files"] == "model_2.pt, model_3.pt"
+    assert table.loc["two (resumed)", "iteration numbers"] == "2–3"
+    (tmp_path / "model_3.pt").unlink()
+    with pytest.raises(ValueError, match=r"wrote \['model_2.pt'\], the rule predicts"):
+        walker_resume.stage_files(one, two)

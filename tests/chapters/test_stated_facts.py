@@ -76,6 +76,7 @@ def test_chapter_4_states_the_recipes_and_their_published_runs_as_they_are():
     assert original.summary["iterations"] == full.main_iterations
     ratio = main.config["num_envs"] // original.config["num_envs"]
     standing = train_pages.standing_share(acceptance.PROTOCOL_LIN_VEL_X, FT.lin_vel_std_m_s)
+    (walk_turn_rate,) = {abs(c.ang_vel_z) for c in gait.CASES if c.kind == "walk_turn"}
     stated = [
         f"{full.main_envs} environments, {full.main_iterations} iterations",
         f"{ratio} times the environments",
@@ -101,8 +102,18 @@ def test_chapter_4_states_the_recipes_and_their_published_runs_as_they_are():
         f"no robot below {gait.MIN_PROGRESS_RATIO_ROBOT:g}",
         f"at least {gait.MIN_YAW_RATIO:g} of its yaw rate",
         f"within {gait.MAX_STAND_DISPLACEMENT_M:g} m",
+        f"(`heading_speed_ratio`), at least {gait.MIN_HEADING_SPEED_RATIO:g} of the command: "
+        f"turning at {walk_turn_rate:g} rad/s for {gait_config['duration_s']:g} s, a robot turns "
+        "through most of a circle",
+        f"a walker within {wr.TIME_TO_WALK_TARGET_S / 60:g} minutes of launching its training",
     ]
     assert_stated(text, stated, "chapter 4 does not state these as its code and records")
+    # The walk-and-turn cases turn more than half a circle and pass on heading speed although
+    # their progress along the start direction is negative (the walker's case table shows both).
+    assert walk_turn_rate * gait_config["duration_s"] > math.pi
+    cases = wr.case_table(wr.walker_gait(wr.published_walker())[0]).filter(like="and turn", axis=0)
+    assert len(cases) == 2 and cases["passed"].all() and (cases["mean_progress_ratio"] < 0).all()
+    assert (cases["heading_speed_ratio"] >= gait.MIN_HEADING_SPEED_RATIO).all()
 
     # WALKER keeps FORWARD_TRACKING's rewards, and WALKER_HEADING WALKER's: the page names the
     # five things the recipe changes and says its rewards stay.
@@ -307,6 +318,10 @@ def test_chapter_6_states_its_other_rules_and_recorded_outcomes_as_they_are():
         f"{words[len(still)]} of the {words[len(outcomes)]} presets with recorded replays never "
         f"move: {', '.join(still[:-1])} and {still[-1]} (no checkpoint goes further than "
         f"{preset_pages.STANDS_BELOW_M:g} m in 4 s)",
+        f"its best checkpoint makes "
+        f"{outcomes.loc[tuning.STEPPING.name, 'best mean forward velocity (m/s)']:.3f} m/s under "
+        f"the {acceptance.PROTOCOL_LIN_VEL_X:g} m/s command (the table above), short of the "
+        f"rule's {acceptance.MIN_FORWARD_VELOCITY_MPS:.3f} m/s",
     ]
     assert_stated(text, stated, "chapter 6 does not state these as its code and records")
 
@@ -343,6 +358,11 @@ def test_chapter_5_states_the_task_commands_curricula_and_recorded_resume_as_the
     assert_stated(text, stated, "chapter 5 does not state these as its code and records")
     first = results.published_run(results.RECIPE_RUN_500).record.summary
     assert s["episode_length_first"] < first["episode_length_last"] < s["episode_length_last"]
+    assert_stated(text, [
+        f"starts at {s['episode_length_first']:.2f} steps, far below the "
+        f"{first['episode_length_last']:.2f} where stage one ended",
+        f"and ends at {s['episode_length_last']:.2f}, above it",
+    ], "chapter 5 does not state the recorded resume's episode lengths as recorded")
 
 
 def test_chapter_5_states_what_the_walker_resumes_bought_as_their_records_have_it():
@@ -380,6 +400,22 @@ def test_chapter_5_states_what_the_walker_resumes_bought_as_their_records_have_i
     assert "no resumed checkpoint passes" in text
     for _, share in within:  # "rises a little", from the first stage's last checkpoint on
         assert share[max(share)] > share[min(share)]
+    table = walker_resume.resume_table(runs)
+    change = {seed: t["failed conditions"].iloc[1:] - t["failed conditions"].iloc[0]
+              for seed, t in table.groupby(level="seed")}  # fmt: skip
+    fewest = min(change, key=lambda seed: change[seed].min())
+    most = max(change, key=lambda seed: change[seed].max())
+    verdicts = wr.seed_verdicts(wr.published_walker())
+    failing = [i.split()[-1] for i, ok in verdicts["passes"].items() if ok != "yes"]
+    words = {1: "one", 2: "two", 3: "three"}
+    passing = words[int((verdicts["passes"] == "yes").sum())]
+    assert_stated(text, [
+        f"from {-change[fewest].min()} fewer (seed {fewest}) to {change[most].max()} more "
+        f"(seed {most})",
+        f"{passing.capitalize()} of its {words[len(verdicts)]} seeds pass, seed "
+        f"{' and '.join(failing)} does not",
+        f"{passing} of `WALKER_HEADING`'s {words[len(verdicts)]} seeds pass the gait test",
+    ], "chapter 5 does not state the walker's resumes and verdicts as recorded")
 
 
 def test_chapter_8_states_the_rocm_pin_and_the_published_probes_as_they_are():
@@ -399,6 +435,33 @@ def test_chapter_8_states_the_rocm_pin_and_the_published_probes_as_they_are():
     assert "The published records were measured on an NVIDIA H200." in text
     assert all(rec.provenance.backend != "hip" for rec in probes)
     assert "No run of the probe on an AMD GPU is published with this book" in text
+
+
+def test_chapter_7_states_when_fell_over_ends_the_unguarded_runs_episodes_as_recorded():
+    from mjlab_microduck.book import results
+    from mjlab_microduck.tasks.velocity import microduck_flat_env_cfg
+
+    text = prose("07_discarded_experiment.md")
+    run = results.published_run("h200_discarded_unguarded")
+    s, summary = run.scalars, run.record.summary
+    fell, out = s["Episode_Termination/fell_over"], s["Episode_Termination/time_out"]
+    first, last = int(fell[fell > 0].index.min()), int(s.index.max())
+    assert (fell.loc[first:] > 0).all()  # "fires in every iteration from 18 on"
+    ahead = fell > out
+    since = int(ahead[~ahead].index.max()) + 1  # every iteration from here on
+    env = microduck_flat_env_cfg()
+    timeout_steps = round(env.episode_length_s / (env.decimation * env.sim.mujoco.timestep))
+    length = s["Train/mean_episode_length"].iloc[-1]
+    assert 0.4 < length / timeout_steps < 0.6  # "about half the time-out"
+    stated = [
+        f"stays silent for the first {first} iterations and fires in every iteration from "
+        f"{first} on",
+        f"from iteration {since} on it ends more episodes than the time-out",
+        f"at iteration {last} it ends {summary['fell_over_last']:.2f} episodes per reset against "
+        f"{summary['time_out_last']:.2f} for `time_out`",
+        f"the mean episode lasts {length:.0f} steps, about half the {timeout_steps}-step time-out",
+    ]
+    assert_stated(text, stated, "chapter 7 does not state the unguarded run as recorded")
 
 
 def test_chapter_3_states_the_recorded_smoke_runs_as_they_are():
@@ -427,6 +490,41 @@ def test_chapter_3_states_the_recorded_smoke_runs_as_they_are():
     assert_stated(text, stated, "chapter 3 does not state these as its records")
 
 
+def test_chapter_3_states_the_smoke_task_and_the_recorded_policy_as_they_are():
+    from mjlab_microduck.book import results, train_pages
+    from mjlab_microduck.runs.names import TASK_ID
+    from mjlab_microduck.tasks import tuning
+
+    text = prose("03_smoke_training.md")
+    task = train_pages.random_policy_figures(TASK_ID)
+    default = tuning.DEFAULT_TUNING
+    assert task["tuning preset"] == default.name.upper()
+    assert task["initial action std (policy)"] == default.init_action_std_rad
+    recorded = [results.load_published(f"h200_smoke_{n}x5") for n in (64, 256)]
+    assert all(rec.config.get("tuning") is None for rec, _ in recorded)  # no preset named
+    stds = {f"{scalars['Policy/mean_std'].iloc[0]:.1f}" for _, scalars in recorded}
+    assert stds == {f"{tuning.UPSTREAM.init_action_std_rad:.1f}"}
+    assert tuning.UPSTREAM.init_action_std_rad == 2 * default.init_action_std_rad
+    assert default.tracking_weight == 2 * tuning.UPSTREAM.tracking_weight
+    assert all((scalars["Train/mean_reward"] < 0).all() for _, scalars in recorded)
+    rows = [train_pages.random_policy_row(scalars, 0.02) for _, scalars in recorded]
+    assert {row["largest penalty (last)"] for row in rows} == {"action_rate_l2"}
+    assert all(row["penalties (last)"] + row["positive terms (last)"] < 0 for row in rows)
+    stated = [
+        f"{default.init_action_std_rad:g} for the book's default preset, {default.name.upper()}",
+        f"scaled by {task['action scale (rad per unit action)']:g} rad, applied "
+        f"{task['control rate (Hz)']:g} times a second",
+        f"`fell_over` limit of {task['fell_over limit (degrees of tilt)']:g}°",
+        f"episode limit of {task['episode limit (s)']:g} s",
+        f"started at a standard deviation of {stds.pop()}, the upstream MicroDuck value",
+        f"not the {default.init_action_std_rad:g} of the task the live run trains",
+        "`action_rate_l2` the largest of them, and the mean reward is negative in every iteration",
+        "FORWARD_TRACKING doubles the weight of the tracking terms",
+        "started at twice the action noise of the live run's task",
+    ]
+    assert_stated(text, stated, "chapter 3 does not state these as its task and records")
+
+
 def test_chapter_1_states_the_recorded_h200_doctor_as_it_is():
     import json
 
@@ -440,8 +538,48 @@ def test_chapter_1_states_the_recorded_h200_doctor_as_it_is():
         f"On the {prov['device_name']} (driver {prov['driver_version']}, Warp "
         f"{prov['versions']['warp']} from PyPI)",
         f"`mjlab graph capture` row reads `{capture['value']}` ({capture['detail']})",
+        "whose doctor checked fewer compatibility hooks than the one above",
     ]
     assert_stated(text, stated, "chapter 1 does not state these as its records")
+    from mjlab_microduck import compat
+
+    recorded_hooks = {c["name"] for c in doctor["checks"] if c["name"].startswith("compat: ")}
+    hooks = {f"compat: {fix}" for fix in compat.report_frame()["fix"]}
+    assert recorded_hooks < hooks  # fewer hooks, none the package lacks
+
+
+def test_chapter_9_states_the_recorded_matrix_and_the_reference_as_they_are():
+    from mjlab_microduck.book import bench_pages, reference, results
+    from mjlab_microduck.tasks.rl_cfg import STEPS_PER_ENV
+
+    text = prose("09_performance.md")
+    (record,), frame = bench_pages.recorded_matrix(results.results_root())
+    config = record.config
+
+    def listed(items, fmt="{:,}"):
+        words = [fmt.format(item) for item in items]
+        return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+    # What the recorded matrix holds, and what it does not (the chapter says both).
+    assert set(frame[frame.section == "fixes"].config) == {"graph", "eager", "frozen_broadphase"}
+    assert len(config["sections"]) == 4 and "launches" not in config["sections"]
+    throughput = {row["run"]: row for row in reference.FIGURES["throughput"]}
+    stated = [
+        f"rsl_rl collects {STEPS_PER_ENV} steps (`STEPS_PER_ENV`)",
+        f"ran four sections, {listed(config['sections'], '`{}`')}",
+        f"physics at {listed(config['physics_envs'])} environments, training at "
+        f"{listed(config['training_envs'])}, the fix cases at {listed(config['fixes_envs'])} and "
+        f"the breakdown at {listed(config['breakdown_envs'])}.",
+        "Its fix cases are `graph`, `eager` and `frozen_broadphase` only: it holds no "
+        "`buffer_syncs`, `quat_syncs`, `manager_graphs` or `eager_managers` case and no "
+        "`launches` section",
+        f"about {reference.training_steps_per_s():,.0f} env steps/s at the end of the "
+        f"500-iteration run and up to "
+        f"{throughput['resume, 1000 more iterations']['best steps/s']:,} during the resume",
+        f"The smoke figure at 64 environments "
+        f"({throughput['smoke, 64 envs x 5 iterations']['final steps/s']:,})",
+    ]
+    assert_stated(text, stated, "chapter 9 does not state these as its records")
 
 
 def test_chapter_10_states_the_recorded_pairs_as_they_are():
@@ -459,6 +597,14 @@ def test_chapter_10_states_the_recorded_pairs_as_they_are():
         assert two >= one  # "the two-GPU run learns at least as fast", per iteration
     assert f"at least {scaling.PER_GPU_EFFICIENCY_RULE:g} of one GPU's throughput" in text
     assert "Both pairs meet it" in text
+    a, b = ([results.load_published(n)[0].config for n in names] for names in pairs)
+    assert {c["iterations"] for c in a} == {200} and {c["iterations"] for c in b} == {60}
+    assert {c["num_envs"] for c in a + b} == {4096}
+    assert {c["seed"]["env"] for c in a + b} == {c["seed"]["agent"] for c in a + b} == {42}
+    stated = ["4096 environments per GPU and seed 42", "then two, 200 iterations each",
+              "two GPUs first, 60 iterations each", "in place of its 300",
+              "iterations=300, device="]  # fmt: skip
+    assert_stated(text, stated, "chapter 10 does not state these as its records")
 
 
 def test_chapter_11_states_the_narrow_yaw_term_as_recorded():

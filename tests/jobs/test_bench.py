@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -501,6 +502,21 @@ def test_fix_plan_per_backend():
         bench.fix_plan("tpu", False)
 
 
+@pytest.mark.parametrize("quat_fix_active", [True, False])
+def test_a_cpu_skips_the_quaternion_case_for_its_own_reason(quat_fix_active):
+    """The quat_syncs hook is installed on a CPU too: its case is skipped there because a CPU
+    pays nothing for a sync, never with the reason of an inactive hook."""
+    _, skipped = bench.fix_plan("cpu", False, quat_fix_active=quat_fix_active)
+    assert skipped["quat_syncs"] == bench.CPU_SYNC_SKIP
+    assert "not active" not in skipped["quat_syncs"] and "GPUs only" in skipped["quat_syncs"]
+    _, gpu_skipped = bench.fix_plan("cuda", False, quat_fix_active=False)
+    assert gpu_skipped["quat_syncs"] == (
+        "the quat_syncs hook is not active, so every case has those syncs"
+    )
+    _, buffer_off = bench.fix_plan("cpu", False, buffer_fix_active=False)
+    assert "not active" in buffer_off["buffer_syncs"]  # the buffer case runs on a CPU
+
+
 def test_eager_case_vetoes_mjlab_graph_capture_and_restores_it():
     from mjlab.sim.sim import Simulation
 
@@ -854,3 +870,62 @@ def test_a_signal_mid_run_keeps_what_was_measured_and_records_the_run_interrupte
     assert [a.path for a in record.artifacts] == [bench.CSV_FILENAME, bench.LOG_FILENAME]
     records.verify_artifacts(record, run_dir)
     assert (run_dir / bench.LOG_FILENAME).read_text() == "physics measured\n"
+
+
+# ---------------------------------------------------------------------------- what a run prints
+
+
+def _two_sizes_one_failing(ctx):
+    ctx.results.rows.append(bench.Row("physics", "zero_action", "env_steps_per_s", 4,
+                                      bench.Stats.from_samples([10.0, 12.0]), "steps/s"))
+    ctx.say("physics n=4: 11 env steps/s")
+    ctx.results.errors.append("physics n=16: boom")
+    ctx.say("physics n=16: FAILED boom", kind="failed")
+
+
+def _skipping(ctx):
+    ctx.say("fixes graph: not measured here: no graphs", kind="skipped")
+    ctx.say("fixes eager n=4: 9 env steps/s")
+
+
+@pytest.mark.parametrize("lines", bench.LINE_STYLES)
+def test_a_run_prints_a_line_per_measurement_per_section_or_none(tmp_path, monkeypatch, lines):
+    """Fake sections (no mjlab): ``sections`` (the style a book page gets) prints one line per
+    section and each failure, ``off`` the failures only; bench.log keeps every line."""
+    import io
+
+    monkeypatch.setattr(bench, "_SECTION_RUNNERS",
+                        {"physics": _two_sizes_one_failing, "fixes": _skipping})  # fmt: skip
+    request = bench.default_request("cpu", quick=True, name=f"lines_{lines}", out=tmp_path,
+                                    sections=("physics", "fixes"))  # fmt: skip
+    out = io.StringIO()
+    run_dir, record = bench.run(request, stream=out, lines=lines)
+    measured = ["[bench] physics n=4: 11 env steps/s", "[bench] physics n=16: FAILED boom",
+                "[bench] fixes graph: not measured here: no graphs",
+                "[bench] fixes eager n=4: 9 env steps/s"]  # fmt: skip
+    assert (run_dir / bench.LOG_FILENAME).read_text().splitlines() == measured
+    printed = out.getvalue().splitlines()
+    if lines == "each":
+        assert printed == measured
+    elif lines == "off":
+        assert printed == ["[bench] physics n=16: FAILED boom"]
+    else:
+        assert len(printed) == 3 and printed[0] == "[bench] physics n=16: FAILED boom"
+        assert re.fullmatch(r"\[bench\] physics done in \d+\.\d s: 1 measured, 1 failed",
+                            printed[1])  # fmt: skip
+        assert re.fullmatch(r"\[bench\] fixes done in \d+\.\d s: 1 measured, "
+                            r"1 not measured here", printed[2])  # fmt: skip
+    assert record.status == "failed" and record.error == "physics n=16: boom"
+
+
+def test_the_line_style_follows_microduck_progress_unless_asked(monkeypatch):
+    from mjlab_microduck.runtime import progress
+
+    monkeypatch.delenv(progress.ENV_VAR, raising=False)
+    assert bench.line_style() == "each"  # the command's lines, whatever the stream
+    for style, lines in (("milestones", "sections"), ("off", "off"), ("bar", "each")):
+        monkeypatch.setenv(progress.ENV_VAR, style)
+        assert bench.line_style() == lines
+        assert bench.line_style("each") == "each"
+    with pytest.raises(ValueError, match="lines='some'"):
+        bench.line_style("some")

@@ -134,6 +134,17 @@ def all_tools(tools: Tools) -> None:
     tools.add("rocminfo", ROCMINFO_OUT)
 
 
+def test_warp_banner_is_no_note_but_its_driver_warning_is(fake_cpu, tools, monkeypatch):
+    def init():  # what wp.init() prints on a CPU machine: a native warning, then the banner
+        os.write(2, b"Warp CUDA warning: Could not find or load the NVIDIA CUDA driver.\n")
+        print("Warp 1.13.0 initialized:\n   Devices:\n     \"cpu\"      : \"x86_64\"\n"
+              "   Kernel cache:\n     /root/.cache/warp/1.13.0")
+
+    monkeypatch.setattr(sys.modules["warp"], "init", init)
+    facts = provenance.runtime_facts()
+    assert facts.notes == ["warp: no NVIDIA CUDA driver found (CPU only)"]
+
+
 # ------------------------------------------------------------------ per vendor
 
 

@@ -177,12 +177,21 @@ def _with_modes(warp: pd.DataFrame) -> pd.DataFrame:
     return warp.assign(mode=mode)
 
 
+OPEN_LOOP_HEADING_COLUMNS = (
+    "open loop: Warp median |Δheading| (rad)",
+    "open loop: plain |Δheading| (rad)",
+)
+"""The heading change of the zero-yaw cases without the heading law (yaw rate held at 0), where
+the robot's own asymmetry shows: Warp's median robot and the plain robot."""
+
+
 def sim2sim_table(plain: pd.DataFrame, warp: pd.DataFrame) -> pd.DataFrame:
     """One row per case: MuJoCo Warp's robots (mean, min and max over every seed and robot) and
     the plain-MuJoCo robot in the same mode (the heading mode where Warp ran it, else open
     loop), on the number the gait test judges the case by; the plain robot in the other mode;
-    and the heading change of cases without a yaw command. ``warp`` is a gait test's
-    ``robots.csv``; ``plain`` is what ``jobs.plain_mujoco.run_cases`` returns."""
+    and, for cases without a yaw command, the heading change open loop whatever the compared
+    mode (:data:`OPEN_LOOP_HEADING_COLUMNS`). ``warp`` is a gait test's ``robots.csv``;
+    ``plain`` is what ``jobs.plain_mujoco.run_cases`` returns."""
     warp = _with_modes(warp)
     rows = []
     for case in SIM2SIM_CASES:
@@ -206,13 +215,16 @@ def sim2sim_table(plain: pd.DataFrame, warp: pd.DataFrame) -> pd.DataFrame:
             other = mine[mine["mode"] != mode]
             if not other.empty:
                 row["plain MuJoCo, other mode"] = float(other[column].mean())
-            row["plain |Δheading| (rad)"] = float(p["heading_change_rad"].abs().max())
-            if not w.empty:
-                row["Warp median |Δheading| (rad)"] = float(w["heading_change_rad"].abs().median())
+            warp_open = here[here["mode"] == gait.OPEN_LOOP_MODE]["heading_change_rad"].abs()
+            plain_open = mine[mine["mode"] == gait.OPEN_LOOP_MODE]["heading_change_rad"].abs()
+            warp_column, plain_column = OPEN_LOOP_HEADING_COLUMNS
+            if not warp_open.empty:
+                row[warp_column] = float(warp_open.median())
+            if not plain_open.empty:
+                row[plain_column] = float(plain_open.max())
         rows.append(row)
     columns = ["case", "measure", "compared", "Warp mean", "Warp min", "Warp max",
-               "plain MuJoCo", "plain MuJoCo, other mode", "Warp median |Δheading| (rad)",
-               "plain |Δheading| (rad)"]  # fmt: skip
+               "plain MuJoCo", "plain MuJoCo, other mode", *OPEN_LOOP_HEADING_COLUMNS]  # fmt: skip
     return pd.DataFrame(rows).reindex(columns=columns).set_index("case")
 
 
@@ -290,6 +302,45 @@ def stalls(sweep: pd.DataFrame) -> pd.DataFrame:
     less than :data:`STALL_PROGRESS` of the command)."""
     linear = sweep[sweep["measure"] == "progress / command"].drop(columns="measure")
     return linear < STALL_PROGRESS
+
+
+def delay_effect(sweep: pd.DataFrame) -> pd.DataFrame:
+    """The linear cases of :func:`delay_sweep`: the least and the most progress over the
+    delays with the delay of each, the spread between them, and the delays at which the robot
+    stalls (:func:`stalls`), ``"none"`` where it never does."""
+    linear = sweep[sweep["measure"] == "progress / command"].drop(columns="measure")
+    stalled = stalls(sweep)
+    return pd.DataFrame({
+        "least progress": linear.min(axis=1),
+        "least at delay": linear.idxmin(axis=1),
+        "most progress": linear.max(axis=1),
+        "most at delay": linear.idxmax(axis=1),
+        "spread": linear.max(axis=1) - linear.min(axis=1),
+        "stalls at delay": [", ".join(stalled.columns[row]) or "none"
+                            for row in stalled.to_numpy()],
+    })  # fmt: skip
+
+
+def delay_finding(sweep: pd.DataFrame) -> str:
+    """What :func:`delay_effect` finds, in one or two sentences: where a straight line stalls
+    (or that none does), and the case the delay moves most and least."""
+    effect = delay_effect(sweep)
+    stalled = effect[effect["stalls at delay"] != "none"]
+    if stalled.empty:
+        first, last = sweep.columns[1], sweep.columns[-1]
+        lead = (f"No straight line stalls at any actuator delay of the sweep, {first} to {last} "
+                "physics steps.")  # fmt: skip
+    else:
+        lead = "; ".join(f"{case} stalls at a delay of {row['stalls at delay']}"
+                         for case, row in stalled.iterrows()) + "."  # fmt: skip
+    top, low = effect["spread"].idxmax(), effect["spread"].idxmin()
+    t, b = effect.loc[top], effect.loc[low]
+    return (
+        f"{lead} The delay moves {top} most, from {t['least progress']:.2f} of the command at "
+        f"a delay of {t['least at delay']} to {t['most progress']:.2f} at "
+        f"{t['most at delay']}, and {low} least ({b['least progress']:.2f} to "
+        f"{b['most progress']:.2f})."
+    )
 
 
 def warp_modes(warp: pd.DataFrame) -> list[str]:

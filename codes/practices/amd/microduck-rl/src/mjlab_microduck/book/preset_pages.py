@@ -163,8 +163,8 @@ def outcome_text(
         )
     if row["walks"] != "yes":
         return (
-            f"steps, but at most {speed:.3f} m/s under {command_mps:g} m/s, one pace "
-            f"whatever the command (chapter 6){falls}"
+            f"steps, but at most {speed:.3f} m/s under {command_mps:g} m/s, short of the "
+            f"walking rule (chapter 6){falls}"
         )
     return (
         f"walks forward at {speed:.3f} m/s under {command_mps:g} m/s for 4 s "

@@ -17,3 +17,22 @@ FIGURES: dict[str, Any] = json.loads(
 )
 LABEL: str = FIGURES["label"]
 MACHINE: str = FIGURES["machine"]
+
+TRAINING_REFERENCE_RUN = "500 iterations from scratch"
+"""The throughput row chapter 9 compares recorded training with: 256 envs, end of that run."""
+
+
+def throughput_table() -> Any:
+    """The reported training throughputs (``FIGURES["throughput"]``) as a DataFrame, one row
+    per run, each labelled with :data:`LABEL` in its ``source`` column."""
+    import pandas as pd
+
+    return pd.DataFrame(FIGURES["throughput"]).assign(source=LABEL)
+
+
+def training_steps_per_s(run: str = TRAINING_REFERENCE_RUN) -> float:
+    """The final env steps/s reported for ``run`` (a ``run`` of ``FIGURES["throughput"]``)."""
+    for row in FIGURES["throughput"]:
+        if row["run"] == run:
+            return float(row["final steps/s"])
+    raise KeyError(f"no reported throughput for {run!r}")

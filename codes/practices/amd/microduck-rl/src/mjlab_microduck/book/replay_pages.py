@@ -208,3 +208,29 @@ def seconds_text(values: Sequence[float]) -> str:
     """``"7.9 s"`` or ``"7.6–8.3 s"`` for a list of durations."""
     low, high = min(values), max(values)
     return f"{low:.1f} s" if round(low, 1) == round(high, 1) else f"{low:.1f}–{high:.1f} s"
+
+
+def kernel_kept(error: float, std: float) -> float:
+    """The share of a Gaussian tracking reward, ``exp(-e^2 / std^2)``, an error ``e`` keeps."""
+    return math.exp(-(error**2) / std**2)
+
+
+def turn_and_sway(
+    trajectory: pd.DataFrame, duration_s: float, yaw_std_rad_s: float, sway_std_mps: float = 0.1
+) -> dict[str, float]:
+    """Where a straight replay's speed went and what it costs in the tracking rewards:
+    :func:`mjlab_microduck.jobs.replay.drift_metrics`, the mean turn rate (heading change over
+    ``duration_s``), the share of the yaw-rate reward (kernel ``yaw_std_rad_s``) a steady turn
+    at that rate keeps under a zero yaw command, and the share the sideways sway alone would
+    forfeit under a linear kernel of ``sway_std_mps`` (per frame, as the reward pays it)."""
+    from mjlab_microduck.jobs import replay
+
+    drift = replay.drift_metrics(trajectory)
+    rate = drift["heading_change_rad"] / duration_s
+    sway_kept = trajectory["vy_b"].map(lambda v: kernel_kept(v, sway_std_mps)).mean()
+    return {
+        **drift,
+        "mean_turn_rate_rad_s": rate,
+        "yaw-rate reward kept at that turn rate": kernel_kept(rate, yaw_std_rad_s),
+        f"sway's cost under a {sway_std_mps:g} m/s kernel": 1 - float(sway_kept),
+    }

@@ -233,7 +233,9 @@ class IterationLog:
     episode length, the throughput, the iteration time and the termination terms that fired,
     on one line (``iteration 3/10: reward -1.25, episode length 19.7, 109 steps/s, 3.5 s;
     fell_over 2.0``), plus any traceback or checkpoint-loading line as it comes. The full log
-    stays in the run's ``train.log``. Colour codes are stripped.
+    stays in the run's ``train.log``. Colour codes are stripped. With ``milestones=True`` only
+    the iterations that reach a quarter, half, three quarters and all of the run
+    (``progress.MILESTONES``) get their line: a handful of lines however long the run.
     """
 
     _FIELDS = {
@@ -243,9 +245,15 @@ class IterationLog:
         "Iteration time:": "{}",
     }
 
-    def __init__(self, out: TextIO | None = None, keys: Sequence[str] = HEADLINE_KEYS):
+    def __init__(
+        self,
+        out: TextIO | None = None,
+        keys: Sequence[str] = HEADLINE_KEYS,
+        milestones: bool = False,
+    ):
         self.out = out
         self.keys = tuple(keys)
+        self.milestones = milestones
         self.lines_seen = 0
         self.lines_shown = 0
         self._pending = ""
@@ -274,13 +282,25 @@ class IterationLog:
         (self.out or sys.stdout).write(line + "\n")
         self.lines_shown += 1
 
+    def _at_milestone(self, label: str) -> bool:
+        """Whether iteration ``k/N`` (counted from 0) completes a milestone fraction of ``N``;
+        a label that is not ``k/N`` always counts."""
+        from mjlab_microduck.runtime.progress import MILESTONES
+
+        done, _, total = label.partition("/")
+        if not (done.isdigit() and total.isdigit()) or int(total) < 1:
+            return True
+        k, n = int(done), int(total)
+        return any(k < fraction * n <= k + 1 for fraction in MILESTONES)
+
     def _emit_iteration(self) -> None:
         if self._iteration is None:
             return
-        text = f"iteration {self._iteration}: " + ", ".join(self._values)
-        if self._terms:
-            text += "; " + ", ".join(self._terms)
-        self._show(text.rstrip(": "))
+        if not self.milestones or self._at_milestone(self._iteration):
+            text = f"iteration {self._iteration}: " + ", ".join(self._values)
+            if self._terms:
+                text += "; " + ", ".join(self._terms)
+            self._show(text.rstrip(": "))
         self._iteration, self._values, self._terms = None, [], []
 
     def _line(self, raw: str) -> None:
@@ -336,10 +356,12 @@ def run_live(
     out: TextIO | None = None,
     headlines_only: bool = True,
     reuse_from: str | Path | None = None,
+    milestones: bool = False,
 ) -> TrainingRun:
     """Run the package's driver (``mjlab_microduck.jobs.train.run``) and return the finished run.
 
-    Prints the trainer's iteration log (headlines only, unless ``headlines_only=False``) and
+    Prints the trainer's iteration log (headlines only, unless ``headlines_only=False``; only
+    the milestone iterations' with ``milestones=True``, see :class:`IterationLog`) and
     raises RuntimeError naming the record when the run did not end ``ok``: a chapter must not
     show tables of a failed run. With ``reuse_from``, a run of exactly this request that an
     earlier chapter finished there (:func:`finished_run_like`) is returned instead of training
@@ -361,7 +383,7 @@ def run_live(
         f"[driver] {request.name}: {request.num_envs} envs x {request.iterations} iterations "
         f"on {request.device}{resume}, logs under {_short(request.logs_root)}\n"
     )
-    stream = IterationLog(out) if headlines_only else out
+    stream = IterationLog(out, milestones=milestones) if headlines_only else out
     run_dir, record = train.run(request, stream=stream)
     if isinstance(stream, IterationLog):
         stream.close()

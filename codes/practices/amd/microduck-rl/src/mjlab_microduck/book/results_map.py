@@ -118,7 +118,7 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
         "The doctor's and the contact check's JSON reports from the GPU, beside the live checks.",
     ),
     ChapterRuns(
-        "notebooks/02_compat_fixes", "The three ROCm compatibility fixes", (),
+        "notebooks/02_compat_fixes", "The ROCm compatibility fixes", (),
         "No published run: its checks run live on the machine that builds the book.",
     ),
     ChapterRuns(

@@ -310,10 +310,13 @@ def candidate(runs: list[SeedRun]) -> tuple[SeedRun, int]:
 
 
 def case_table(verdict: dict) -> pd.DataFrame:
-    """A gait verdict's per-case table (worst seed per column), for display."""
+    """A gait verdict's per-case table (worst seed per column), for display: every figure the
+    rule judges a case by, ``heading_speed_ratio`` among them (the walk-and-turn cases' speed
+    along the robot's heading over the command, which their pass rests on)."""
     table = pd.DataFrame(verdict["table"]).set_index("label")
-    keep = ["passed", "mean_progress_ratio", "min_progress_ratio", "mean_yaw_ratio",
-            "max_abs_heading_change_rad", "max_displacement_m", "terminations"]  # fmt: skip
+    keep = ["passed", "mean_progress_ratio", "min_progress_ratio", "heading_speed_ratio",
+            "mean_yaw_ratio", "max_abs_heading_change_rad", "max_displacement_m",
+            "terminations"]  # fmt: skip
     return table[keep]
 
 

@@ -1,7 +1,10 @@
-"""What resuming the walker recipe bought, read from its published gait tests (chapter 5).
+"""Chapter 5's resume tables: the files a resume wrote, and what resuming the walker recipe
+bought, read from its published gait tests.
 
-Problem it solves: every seed of the walker recipe ran a first stage and a resume, and every
-few checkpoints went through the gait test. Chapter 5 asks what the resumed iterations changed:
+Problem it solves: a resume must write exactly the checkpoints rsl_rl's rule predicts
+(:func:`stage_files` checks a run and its resume and tabulates both stages). Every seed of
+the walker recipe ran a first stage and a resume, and every few checkpoints went through the
+gait test. Chapter 5 asks what the resumed iterations changed:
 the failed gait conditions and skills per checkpoint from the last one of the first stage on
 (:func:`resume_table`), and per seed what the resume changed (:func:`seed_findings`): failed
 conditions before and after, skills gained, falls, the share of robots that hold their heading
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -21,6 +25,48 @@ from mjlab_microduck.book import walker_results as wr
 
 STRAIGHT_CASES = ("forward", "backward", "push")
 """Gait-test cases whose command has no yaw: a robot should keep its heading under them."""
+
+
+def written_checkpoints(stage: Any) -> list[str]:
+    """The checkpoint files a stage (a :class:`results.TrainingRun`) wrote: those on disk for
+    a local run, else the names its record lists (a published copy keeps only some files)."""
+    from mjlab_microduck.jobs.train import list_checkpoints
+
+    if stage.log_dir is not None:
+        return [p.name for p in list_checkpoints(stage.log_dir)]
+    return list(stage.checkpoints)
+
+
+def stage_files(stage_one: Any, stage_two: Any) -> pd.DataFrame:
+    """Per stage of a run (``stage_one``, from scratch) and its resume (``stage_two``), both
+    :class:`results.TrainingRun`: the run, the iterations asked for, the numbers rsl_rl gave
+    them and the checkpoint files written. Raises ``ValueError`` when a stage's files are not
+    exactly the ones rsl_rl's rule predicts (:func:`results.expected_checkpoints`, from the
+    loaded iteration on a resume)."""
+    from mjlab_microduck.book import results
+
+    rows = {}
+    for label, stage in (("one (from scratch)", stage_one), ("two (resumed)", stage_two)):
+        config = stage.record.config
+        start = int(config.get("resume_from_iteration") or 0)
+        written = written_checkpoints(stage)
+        expected = results.expected_checkpoints(
+            start, int(config["iterations"]), int(config["save_interval"])
+        )
+        if written != expected:
+            raise ValueError(
+                f"stage {label}: rsl_rl wrote {written}, the rule predicts {expected}"
+            )
+        index = stage.scalars.index
+        rows[label] = {
+            "run": stage.record.run_id,
+            "iterations asked": int(config["iterations"]),
+            "iteration numbers": f"{index.min()}–{index.max()}",
+            "checkpoint files": ", ".join(written),
+        }
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index.name = "stage"
+    return frame
 
 
 def resume_from(runs: Sequence[wr.SeedRun]) -> int:

@@ -788,6 +788,13 @@ SYNC_HOOKS = {
 the default stepping with that hook out."""
 
 
+GPU_ONLY_SYNC_HOOKS = ("quat_syncs",)
+"""The :data:`SYNC_HOOKS` whose case runs on GPUs only (the hook is installed on a CPU too)."""
+CPU_SYNC_SKIP = "a CPU pays nothing for a host sync, so this case runs on GPUs only"
+"""Why a :data:`GPU_ONLY_SYNC_HOOKS` case is not measured on a CPU, whether or not its hook is
+active there."""
+
+
 def fix_plan(
     backend: str,
     broadphase_fix_active: bool,
@@ -802,7 +809,8 @@ def fix_plan(
     against the default: ``eager_managers`` takes the hook of that name out where it is on by
     default (``graphs_default``), ``manager_graphs`` turns it on where it is opt-in. The
     :data:`SYNC_HOOKS` cases (last) are the default stepping with one of those hooks out; each
-    runs only where its hook is active (the conversion's on GPUs only).
+    runs only where its hook is active, and a :data:`GPU_ONLY_SYNC_HOOKS` case on GPUs only
+    (skipped on a CPU with :data:`CPU_SYNC_SKIP`, not with the inactive hook's reason).
     """
     frozen = FixCase(
         "frozen_broadphase", "frozen_fault", UNGUARDED_TASK_ID,
@@ -859,9 +867,11 @@ def fix_plan(
                              graph=default.graph))  # fmt: skip
     # A CPU pays nothing for a host read: the buffer case stays there as the live chapter's
     # example of a fix case, the conversion's is measured on GPUs only.
-    active = {"buffer_syncs": buffer_fix_active, "quat_syncs": quat_fix_active and backend != "cpu"}
+    active = {"buffer_syncs": buffer_fix_active, "quat_syncs": quat_fix_active}
     for hook, description in SYNC_HOOKS.items():
-        if active[hook]:
+        if hook in GPU_ONLY_SYNC_HOOKS and backend == "cpu":
+            skipped[hook] = CPU_SYNC_SKIP
+        elif active[hook]:
             cases.append(FixCase(hook, hook, TASK_ID, f"{description}, otherwise as {default.name}",
                                  graph=default.graph))  # fmt: skip
         else:
@@ -1168,6 +1178,27 @@ def _record_memory(results: BenchResults, key: str, reading: MemoryReading | Non
     return reading.peak_bytes
 
 
+LINE_STYLES = ("each", "sections", "off")
+"""What :func:`run` prints as it goes: ``each`` a line per measurement (and per case not
+measured), ``sections`` one line per finished section, ``off`` nothing. Every style prints a
+failed configuration as it fails, and every measurement line goes to ``bench.log`` whatever the
+style."""
+_LINES_OF_PROGRESS = {"bar": "each", "milestones": "sections", "off": "off"}
+
+
+def line_style(lines: str | None = None) -> str:
+    """``lines`` if given, else what ``MICRODUCK_PROGRESS`` asks for (``milestones`` gives
+    ``sections``, ``off`` gives ``off``), else ``each``; ValueError for anything else."""
+    from mjlab_microduck.runtime import progress
+
+    if lines is None:
+        chosen = os.environ.get(progress.ENV_VAR, "").strip()
+        lines = _LINES_OF_PROGRESS[progress.style()] if chosen else "each"
+    if lines not in LINE_STYLES:
+        raise ValueError(f"lines={lines!r}: use one of {', '.join(LINE_STYLES)}")
+    return lines
+
+
 @dataclass
 class _Ctx:
     request: BenchRequest
@@ -1176,9 +1207,30 @@ class _Ctx:
     stream: TextIO
     sync: Sync
     memory: MemoryProbe
+    lines: str = "each"
+    said: dict[str, int] = field(default_factory=dict)
 
-    def say(self, text: str) -> None:
-        self.stream.write(f"[bench] {text}\n")
+    def say(self, text: str, kind: str = "measured") -> None:
+        """One line of the run (``kind`` measured, failed or skipped): always into the log,
+        onto the stream as :data:`LINE_STYLES` says."""
+        self.said[kind] = self.said.get(kind, 0) + 1
+        line = f"[bench] {text}\n"
+        self.log.write(line)
+        self.log.flush()
+        if self.lines == "each" or kind == "failed":
+            self.stream.write(line)
+            self.stream.flush()
+
+    def section_done(self, section: str, seconds: float) -> None:
+        """The ``sections`` style's line for a finished section; resets the counts."""
+        said, self.said = self.said, {}
+        if self.lines != "sections":
+            return
+        counts = [f"{said.get('measured', 0)} measured"]
+        counts += [f"{said[k]} {what}" for k, what in (("failed", "failed"),
+                                                        ("skipped", "not measured here"))
+                   if said.get(k)]  # fmt: skip
+        self.stream.write(f"[bench] {section} done in {seconds:.1f} s: {', '.join(counts)}\n")
         self.stream.flush()
 
 
@@ -1221,7 +1273,7 @@ def _run_physics(ctx: _Ctx) -> None:
             ctx.say(f"physics n={n}: {_fmt_rate(stats)} env steps/s, peak {_fmt_mem(reading)}")
         except Exception as err:  # noqa: BLE001 - one failed size must not lose the others
             ctx.results.errors.append(f"physics n={n}: {_one_line(err)}")
-            ctx.say(f"physics n={n}: FAILED {_one_line(err)}")
+            ctx.say(f"physics n={n}: FAILED {_one_line(err)}", kind="failed")
         finally:
             if env is not None:
                 _close(env)
@@ -1289,7 +1341,7 @@ def _run_training(ctx: _Ctx) -> None:
             )
         except Exception as err:  # noqa: BLE001
             ctx.results.errors.append(f"training n={n}: {_one_line(err)}")
-            ctx.say(f"training n={n}: FAILED {_one_line(err)}")
+            ctx.say(f"training n={n}: FAILED {_one_line(err)}", kind="failed")
 
 
 def _hook_active(name: str) -> bool:
@@ -1309,7 +1361,7 @@ def _run_fixes(ctx: _Ctx) -> None:
     ctx.results.extra["fixes.backend"] = backend
     for name, reason in skipped.items():
         ctx.results.extra[f"fixes.skipped.{name}"] = reason
-        ctx.say(f"fixes {name}: not measured here: {reason}")
+        ctx.say(f"fixes {name}: not measured here: {reason}", kind="skipped")
     for n in req.fixes_envs:
         for case in cases:
             env = None
@@ -1344,7 +1396,7 @@ def _run_fixes(ctx: _Ctx) -> None:
                 ctx.say(f"fixes {case.name} n={n}: {_fmt_rate(stats)} env steps/s")
             except Exception as err:  # noqa: BLE001
                 ctx.results.errors.append(f"fixes {case.name} n={n}: {_one_line(err)}")
-                ctx.say(f"fixes {case.name} n={n}: FAILED {_one_line(err)}")
+                ctx.say(f"fixes {case.name} n={n}: FAILED {_one_line(err)}", kind="failed")
             finally:
                 if env is not None:
                     _close(env)
@@ -1405,7 +1457,7 @@ def _run_breakdown(ctx: _Ctx) -> None:
             )
         except Exception as err:  # noqa: BLE001
             ctx.results.errors.append(f"breakdown n={n}: {_one_line(err)}")
-            ctx.say(f"breakdown n={n}: FAILED {_one_line(err)}")
+            ctx.say(f"breakdown n={n}: FAILED {_one_line(err)}", kind="failed")
 
 
 def _run_launches(ctx: _Ctx) -> None:
@@ -1446,7 +1498,7 @@ def _run_launches(ctx: _Ctx) -> None:
                     f"operators and host reads {reads} per env step")  # fmt: skip
         except Exception as err:  # noqa: BLE001
             ctx.results.errors.append(f"launches n={n}: {_one_line(err)}")
-            ctx.say(f"launches n={n}: FAILED {_one_line(err)}")
+            ctx.say(f"launches n={n}: FAILED {_one_line(err)}", kind="failed")
 
 
 _SECTION_RUNNERS: dict[str, Callable[[_Ctx], None]] = {
@@ -1516,8 +1568,14 @@ def hooks_active() -> str:
     return ",".join(status.fix for status in compat.report() if status.active)
 
 
-def run(request: BenchRequest, stream: TextIO | None = None) -> tuple[Path, records.RunRecord]:
+def run(
+    request: BenchRequest, stream: TextIO | None = None, lines: str | None = None
+) -> tuple[Path, records.RunRecord]:
     """Run the requested sections and write ``record.json`` + ``bench.csv`` into a new run dir.
+
+    ``stream`` (stdout by default) gets the run's lines in the style :func:`line_style` picks
+    from ``lines``: one per measurement, one per section (``sections``, what a book page shows)
+    or none; ``bench.log`` keeps every line either way.
 
     A configuration that fails is reported and skipped; the run then ends with status
     ``failed`` and the error names each failed configuration, while everything that was
@@ -1528,6 +1586,7 @@ def run(request: BenchRequest, stream: TextIO | None = None) -> tuple[Path, reco
     from mjlab_microduck.runtime import provenance
 
     stream = stream or sys.stdout
+    lines = line_style(lines)
     os.environ.setdefault("WANDB_MODE", "offline")
     with stopping.signals_raise() as signals:
         command = ["microduck", "bench", *request.cli_args()]
@@ -1561,13 +1620,13 @@ def run(request: BenchRequest, stream: TextIO | None = None) -> tuple[Path, reco
             with liveness.Heartbeat(record, run_dir, progress=progress), \
                     open(run_dir / LOG_FILENAME, "w", encoding="utf-8") as log:  # fmt: skip
                 ctx = _Ctx(request, results, log, stream, device_sync(request.device),
-                           MemoryProbe(request.device))  # fmt: skip
+                           MemoryProbe(request.device), lines)  # fmt: skip
                 for section in request.sections:
                     section_start = time.monotonic()
                     _SECTION_RUNNERS[section](ctx)
-                    results.extra[f"section_seconds.{section}"] = round(
-                        time.monotonic() - section_start, 3
-                    )
+                    seconds = time.monotonic() - section_start
+                    results.extra[f"section_seconds.{section}"] = round(seconds, 3)
+                    ctx.section_done(section, seconds)
                     done.append(section)
             status = "ok" if not results.errors else "failed"
             record = record.model_copy(

@@ -42,7 +42,7 @@ from typing import Any
 
 from mjlab_microduck.runs import records
 from mjlab_microduck.runtime import backend
-from mjlab_microduck.runtime.capture import held_output
+from mjlab_microduck.runtime.capture import held_output, without_warp_banner
 
 TOOL_TIMEOUT_S = 5.0
 UNKNOWN = "unknown"
@@ -244,13 +244,14 @@ def warp_facts(facts: RuntimeFacts, device: str | None = None) -> None:
         # code; provenance must not write into a notebook, a log or a --json document.
         with held_output((1, 2)) as native:
             wp.init()
-        # Warp's "Warp CUDA warning: Could not find or load the NVIDIA CUDA driver" on a CPU
-        # machine is a fact about the machine, kept in plain words.
+        # The banner ("Warp 1.13.0 initialized:", devices, kernel cache) is a normal start and
+        # no note. Warp's "Warp CUDA warning: Could not find or load the NVIDIA CUDA driver" on
+        # a CPU machine is a fact about the machine, kept in plain words; anything else as is.
         facts.notes.extend(
             "warp: no NVIDIA CUDA driver found (CPU only)"
             if "Could not find or load the NVIDIA CUDA driver" in line
             else f"warp: {line}"
-            for line in native.lines()
+            for line in without_warp_banner(native.text)
         )
         with contextlib.redirect_stdout(io.StringIO()):
             alias = device if device and device != "cpu" else None
