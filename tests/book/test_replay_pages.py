@@ -11,9 +11,9 @@ import pytest
 from mjlab_microduck.book import replay_pages
 
 
-def test_kernel_kept_is_a_gaussian_share():
-    assert replay_pages.kernel_kept(0.0, 0.3) == 1.0
-    assert replay_pages.kernel_kept(0.49, math.sqrt(0.5)) == pytest.approx(0.62, abs=0.005)
+def test_the_turn_s_kept_reward_is_the_gaussian_share():
+    assert replay_pages.kernel_share(0.0, 0.3) == 1.0
+    assert replay_pages.kernel_share(0.49, math.sqrt(0.5)) == pytest.approx(0.62, abs=0.005)
 
 
 def test_turn_and_sway_of_a_steady_turn():

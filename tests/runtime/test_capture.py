@@ -54,24 +54,3 @@ def test_warp_initialises_without_writing_to_the_streams(capfd):
     held, again = proc.stderr.split("; ")
     assert int(held.split()[1]) >= 1  # at least Warp's "initialized" banner was held
     assert again == "again []"
-
-
-def test_warp_banner_is_dropped_and_warnings_are_kept():
-    from mjlab_microduck.runtime.capture import without_warp_banner
-
-    text = (
-        "Warp CUDA warning: Could not find or load the NVIDIA CUDA driver.\n"
-        "Warp 1.13.0 initialized:\n"
-        "   CUDA Toolkit 12.9, CUDA driver not available (NVRTC compilation available)\n"
-        "   Devices:\n"
-        '     "cpu"      : "x86_64"\n'
-        "   Kernel cache:\n"
-        "     /root/.cache/warp/1.13.0\n"
-        "\n"
-        "Module foo load failed\n"
-    )
-    assert without_warp_banner(text) == [
-        "Warp CUDA warning: Could not find or load the NVIDIA CUDA driver.",
-        "Module foo load failed",
-    ]
-    assert without_warp_banner("no banner here\n  indented\n") == ["no banner here", "indented"]

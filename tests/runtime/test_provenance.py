@@ -135,14 +135,19 @@ def all_tools(tools: Tools) -> None:
 
 
 def test_warp_banner_is_no_note_but_its_driver_warning_is(fake_cpu, tools, monkeypatch):
+    warp = sys.modules["warp"]
+
     def init():  # what wp.init() prints on a CPU machine: a native warning, then the banner
         os.write(2, b"Warp CUDA warning: Could not find or load the NVIDIA CUDA driver.\n")
-        print("Warp 1.13.0 initialized:\n   Devices:\n     \"cpu\"      : \"x86_64\"\n"
-              "   Kernel cache:\n     /root/.cache/warp/1.13.0")
+        if not warp.config.quiet:
+            print("Warp 1.13.0 initialized:\n   Devices:\n     \"cpu\"      : \"x86_64\"\n"
+                  "   Kernel cache:\n     /root/.cache/warp/1.13.0")
 
-    monkeypatch.setattr(sys.modules["warp"], "init", init)
+    monkeypatch.setattr(warp, "init", init)
+    monkeypatch.setattr(warp, "config", SimpleNamespace(quiet=False), raising=False)
     facts = provenance.runtime_facts()
     assert facts.notes == ["warp: no NVIDIA CUDA driver found (CPU only)"]
+    assert warp.config.quiet is False  # Warp's own setting is left as it was
 
 
 # ------------------------------------------------------------------ per vendor

@@ -29,6 +29,7 @@ from mjlab_microduck.analysis.acceptance import (
     verdict,
 )
 from mjlab_microduck.book import reference
+from mjlab_microduck.book.preset_pages import kernel_share
 from mjlab_microduck.runs import records
 from mjlab_microduck.runs.names import TASK_ID
 
@@ -210,11 +211,6 @@ def seconds_text(values: Sequence[float]) -> str:
     return f"{low:.1f} s" if round(low, 1) == round(high, 1) else f"{low:.1f}–{high:.1f} s"
 
 
-def kernel_kept(error: float, std: float) -> float:
-    """The share of a Gaussian tracking reward, ``exp(-e^2 / std^2)``, an error ``e`` keeps."""
-    return math.exp(-(error**2) / std**2)
-
-
 def turn_and_sway(
     trajectory: pd.DataFrame, duration_s: float, yaw_std_rad_s: float, sway_std_mps: float = 0.1
 ) -> dict[str, float]:
@@ -227,10 +223,10 @@ def turn_and_sway(
 
     drift = replay.drift_metrics(trajectory)
     rate = drift["heading_change_rad"] / duration_s
-    sway_kept = trajectory["vy_b"].map(lambda v: kernel_kept(v, sway_std_mps)).mean()
+    sway_kept = trajectory["vy_b"].map(lambda v: kernel_share(v, sway_std_mps)).mean()
     return {
         **drift,
         "mean_turn_rate_rad_s": rate,
-        "yaw-rate reward kept at that turn rate": kernel_kept(rate, yaw_std_rad_s),
+        "yaw-rate reward kept at that turn rate": kernel_share(rate, yaw_std_rad_s),
         f"sway's cost under a {sway_std_mps:g} m/s kernel": 1 - float(sway_kept),
     }

@@ -430,7 +430,7 @@ def watcher_cost_table(groups: Mapping[str, Sequence[SeedRun]]) -> pd.DataFrame:
         added = float("nan")
         if first is not None:
             run = next(run for run in runs if run.seed == first["seed"])
-            iteration = int(first["first_passing"].rsplit("_", 1)[1])
+            iteration, _ = first_passing(run)
             added = watcher_cost.watcher_cost(run.scalars(), tests, iteration)["added_s"]
         rows.append({
             "runs": label,

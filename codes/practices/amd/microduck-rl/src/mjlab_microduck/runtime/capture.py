@@ -11,15 +11,12 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import re
 import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 _STREAM_OF_FD = {1: "stdout", 2: "stderr"}
-WARP_BANNER_HEAD = re.compile(r"^Warp \S+ initialized:\s*$")
-"""The first line of the banner ``wp.init()`` prints; its details follow as indented lines."""
 
 
 @dataclass
@@ -89,24 +86,6 @@ def held_output(fds: tuple[int, ...] = (1, 2), echo: bool = False) -> Iterator[H
         if held.echo and not held._discarded and held.text:
             sys.stderr.write(held.text)
             sys.stderr.flush()
-
-
-def without_warp_banner(text: str) -> list[str]:
-    """The lines of ``text`` (stripped, blank ones dropped) less Warp's start-up banner: the
-    line ``Warp <version> initialized:`` and the indented lines under it (toolkit, devices,
-    kernel cache). The banner reports a normal start, so it is no caveat; whatever else was
-    printed (a native driver warning, say) is kept."""
-    kept, in_banner = [], False
-    for line in text.splitlines():
-        if WARP_BANNER_HEAD.match(line):
-            in_banner = True
-            continue
-        if in_banner and (not line.strip() or line[:1].isspace()):
-            continue
-        in_banner = False
-        if line.strip():
-            kept.append(line.strip())
-    return kept
 
 
 def init_warp_quietly() -> list[str]:

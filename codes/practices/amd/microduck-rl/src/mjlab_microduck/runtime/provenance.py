@@ -42,7 +42,7 @@ from typing import Any
 
 from mjlab_microduck.runs import records
 from mjlab_microduck.runtime import backend
-from mjlab_microduck.runtime.capture import held_output, without_warp_banner
+from mjlab_microduck.runtime.capture import held_output
 
 TOOL_TIMEOUT_S = 5.0
 UNKNOWN = "unknown"
@@ -240,18 +240,26 @@ def warp_facts(facts: RuntimeFacts, device: str | None = None) -> None:
         return
     facts.warp_version = str(getattr(wp, "__version__", None))
     try:
-        # Warp prints a banner on init (Python) and, without a driver, a warning from native
-        # code; provenance must not write into a notebook, a log or a --json document.
-        with held_output((1, 2)) as native:
-            wp.init()
-        # The banner ("Warp 1.13.0 initialized:", devices, kernel cache) is a normal start and
-        # no note. Warp's "Warp CUDA warning: Could not find or load the NVIDIA CUDA driver" on
-        # a CPU machine is a fact about the machine, kept in plain words; anything else as is.
+        # Warp's banner reports a normal start, no caveat: wp.config.quiet keeps it unprinted.
+        # Without a driver, native code still warns; provenance must not write that into a
+        # notebook, a log or a --json document, so it is held.
+        config = getattr(wp, "config", None)
+        quiet = getattr(config, "quiet", None)
+        if config is not None:
+            config.quiet = True
+        try:
+            with held_output((1, 2)) as native:
+                wp.init()
+        finally:
+            if config is not None:
+                config.quiet = quiet
+        # "Warp CUDA warning: Could not find or load the NVIDIA CUDA driver" on a CPU machine
+        # is a fact about the machine, kept in plain words; anything else as is.
         facts.notes.extend(
             "warp: no NVIDIA CUDA driver found (CPU only)"
             if "Could not find or load the NVIDIA CUDA driver" in line
             else f"warp: {line}"
-            for line in without_warp_banner(native.text)
+            for line in native.lines()
         )
         with contextlib.redirect_stdout(io.StringIO()):
             alias = device if device and device != "cpu" else None
