@@ -46,6 +46,8 @@ def test_command_text_and_inside():
 def test_kernel_share():
     assert preset_pages.kernel_share(0.0, 0.3) == 1.0
     assert preset_pages.kernel_share(0.3, 0.3) == pytest.approx(math.exp(-1))
+    # chapter 6's turn: 0.49 rad/s under the sqrt(0.5) rad/s yaw kernel keeps 62 % of the reward
+    assert preset_pages.kernel_share(0.49, math.sqrt(0.5)) == pytest.approx(0.62, abs=0.005)
 
 
 def _outcomes(**row):

@@ -11,11 +11,6 @@ import pytest
 from mjlab_microduck.book import replay_pages
 
 
-def test_the_turn_s_kept_reward_is_the_gaussian_share():
-    assert replay_pages.kernel_share(0.0, 0.3) == 1.0
-    assert replay_pages.kernel_share(0.49, math.sqrt(0.5)) == pytest.approx(0.62, abs=0.005)
-
-
 def test_turn_and_sway_of_a_steady_turn():
     # 4 s at 50 Hz: a robot turning left at 0.5 rad/s along a circle, swaying ±0.1 m/s
     t = np.arange(201) / 50
