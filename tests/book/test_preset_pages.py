@@ -73,6 +73,7 @@ def test_preset_table_from_the_published_records():
     alone = [wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE)]
     short = wr.seed_runs(recipe=wr.WALKER_TURNING_SHORT)
     axes = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)
+    axes_alone = [wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_ALONE)]
     axes_8192 = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_8192)
     more = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_MORE_UPDATES)
     wide_kl = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_WIDE_KL)
@@ -80,7 +81,8 @@ def test_preset_table_from_the_published_records():
     fast_start = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START)
     fast_start_standing = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START_STANDING)
     levers = {"walker_turning": (turning, alone), "walker_turning_short": (short, ()),
-              "walker_turning_axes": (axes, ()), "walker_turning_axes_8192": (axes_8192, ()),
+              "walker_turning_axes": (axes, axes_alone),
+              "walker_turning_axes_8192": (axes_8192, ()),
               "walker_turning_axes_more_updates": (more, ()),
               "walker_turning_axes_wide_kl": (wide_kl, ()),
               "walker_turning_axes_fine_yaw": (fine_yaw, ()),
@@ -141,14 +143,16 @@ def test_preset_table_from_the_published_records():
         "no checkpoint of its 3 seeds (8192 envs each) passes the gait test by model_799; the "
         f"closest, seed {closest[2]}'s model_{closest[1]}, fails {closest[0]} conditions")
     # The single-axis lever, published by its gait tests alone: no minutes, and its first
-    # passing checkpoint is the earliest one.
+    # passing checkpoint is the earliest one; its seed 43 trained again alone passes none.
     axes_row = table.loc["WALKER_TURNING_AXES"]
     assert axes_row["built on"] == "WALKER_TURNING"
     assert axes_row["what it changed"].startswith("single-axis envs: 30% of the draws")
     assert [wr.first_passing(r) is not None for r in axes] == [False, True, False]
+    assert wr.first_passing(axes_alone[0]) is None
     assert axes_row["outcome"] == (
         "passes in 1 of its 3 seeds (4096 envs each) by model_650: seed 43 from model_500 (3 "
-        "trainings sharing the GPU; published by its gait tests alone)")
+        "trainings sharing the GPU; published by its gait tests alone); trained again alone, "
+        "seed 43 passes no checkpoint by model_614")
     # The levers no seed of which passes: what each changed, and its closest checkpoint.
     unpassed = {
         "WALKER_TURNING_AXES × 8192 envs": (

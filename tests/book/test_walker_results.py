@@ -471,7 +471,7 @@ def test_a_recipe_published_by_its_gait_tests_alone_has_no_clock():
 
 def test_every_recipe_says_the_env_count_its_training_records_ran():
     recipes = [v for v in vars(wr).values() if isinstance(v, wr.Recipe)]
-    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 14
+    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 15
     checked = 0
     for recipe in recipes:
         for stage in recipe.stages:
@@ -480,7 +480,7 @@ def test_every_recipe_says_the_env_count_its_training_records_ran():
                 if where.is_dir():  # a recipe's seed trained again alone is one seed
                     assert records.load_record(where).config["num_envs"] == recipe.num_envs
                     checked += 1
-    assert checked == 35  # WALKER: 2 stages x 3 seeds; 9 recipes x 3 seeds; two seeds alone
+    assert checked == 36  # WALKER: 2 stages x 3 seeds; 9 recipes x 3 seeds; three seeds alone
 
 
 def test_twice_the_envs_learn_less_per_transition():

@@ -716,6 +716,21 @@ def test_chapter_11_states_the_seeds_trained_again_alone_as_recorded():
         f"model_{progress.idxmin()}, fails {progress.min()} conditions",
     ]
     assert wr.first_passing(heading_alone[0]) is None and turning[1].seed == 43
+    # the single-axis lever's seed 43, timed alone: what its tested checkpoints fail
+    axes_alone = wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_ALONE)
+    tested = axes_alone.progress().set_index("iteration")["failed_conditions"]
+    assert wr.first_passing(axes_alone) is None
+    rows = [{row["case"]: row for row in axes_alone.verdict(it)["table"]} for it in tested.index]
+    drift = [row["stand"]["max_displacement_m"] for row in rows]
+    falls = [row["forward_0.4"]["terminations"] for row in rows]
+    assert min(drift) > 0.05 and min(falls) > 0  # at every tested checkpoint
+    stated += [
+        f"passes none of its {len(tested)} tested checkpoints from model_{tested.index.min()} "
+        f"to model_{tested.index.max()} alone; the closest, model_{tested.idxmin()}, fails "
+        f"{tested.min()} conditions",
+        f"robots told to stand drift {min(drift):.2f}–{max(drift):.2f} m",
+        f"{min(falls)} to {max(falls)} of the 80 robots told to walk at 0.4 m/s fall",
+    ]
     assert_stated(text, stated, "chapter 11 does not state the repeats alone as recorded")
 
 
@@ -870,14 +885,27 @@ def test_chapter_11_states_what_a_warm_kernel_cache_buys_as_recorded():
     at_500 = [run.seed for run in wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)
               if wr.first_passing(run) and wr.first_passing(run)[0] == 500]  # fmt: skip
     assert at_500 == [43]
+    # the seed trained again that way, alone: its own start-up and clock
+    timed = wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_ALONE)
+    timed_start = wr.start_up_s(timed)
+    per_iteration = wr.time_to_walk_table({"timed": [timed]}).loc[
+        "timed", "s per iteration (median)"]  # fmt: skip
+    minutes = timed.progress().set_index("iteration")["minutes"]
+    room = int((wr.TIME_TO_WALK_TARGET_S - timed_start) / per_iteration) // 10 * 10
+    assert minutes[575] < 10.0 < minutes[600] and room == 590
     stated = [
         f"took at most {warm:.0f} s to their first iteration, against {cold:.0f} s",
+        f"the timed seed alone took {timed_start:.0f} s",
         f"ten minutes buy {warm_graphs} iterations alone, against {cold_graphs} at the start-up",
-        "a seed that passes by model_600 walks within ten minutes",
         f"`WALKER_TURNING_AXES`'s seed {at_500[0]} passed at model_500 side by side",
-        f"ten minutes buy {warm_graphs} iterations alone: a seed that passes by model_600",
+        f"{timed_start:.0f} s of start-up and {per_iteration:.2f} s per iteration with the tests "
+        f"beside it saved model_575 {minutes[575]:.1f} minutes after launch and model_600 "
+        f"{minutes[600]:.1f} minutes after",
+        f"The clock leaves room for about {room} iterations",
+        f"saved model_575 {minutes[575]:.1f} minutes after launch: a seed must pass by about "
+        f"model_{room}",
     ]
-    assert warm_graphs >= 600 > cold_graphs  # why model_600 is the line the text draws
+    assert warm_graphs >= 600 > cold_graphs
     assert_stated(text, stated, "chapter 11 does not state the warm start-up as recorded")
 
 
@@ -889,6 +917,7 @@ def test_chapter_11_states_what_the_gait_watcher_cost_as_recorded():
         "three": wr.seed_runs(recipe=wr.WALKER_HEADING),
         "script": [wr.seed_run(42, recipe=wr.WALKER_HEADING_ALONE)],
         "hand": [wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE)],
+        "timed": [wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_ALONE)],
     })  # fmt: skip
     hand, script = table.loc["hand"], table.loc["script"]
     three = table.loc["three", "s added per test"]
@@ -906,5 +935,9 @@ def test_chapter_11_states_what_the_gait_watcher_cost_as_recorded():
         f"{hand['s added before the first pass']:.0f} s by its first passing checkpoint, "
         f"model_{first}",
     ]
+    timed = table.loc["timed"]
+    stated.append(f"took {timed[beside]:.2f} s beside a test against {timed[otherwise]:.2f} s, "
+                  f"about a second per test")
+    assert timed["CUDA MPS"] == "on" and 0.5 < timed["s added per test"] < 1.5
     assert abs(script["s added per test"]) < 0.5  # "the training alone nothing"
     assert_stated(text, stated, "chapter 11 does not state the gait watcher's cost as recorded")

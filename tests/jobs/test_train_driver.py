@@ -124,6 +124,17 @@ def first(first_made):
 
 
 @pytest.fixture(scope="module")
+def hooks_off(first):
+    """The first run again with mjlab's own delay buffers and quaternion conversion (the
+    sync-free hooks off, as ``MICRODUCK_SYNC_FREE_*=0`` in the environment turns them off)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MICRODUCK_SYNC_FREE_BUFFERS", "0")
+        patch.setenv("MICRODUCK_SYNC_FREE_QUATS", "0")
+        _, made = _kept_run("train_driver_hooks_off", {"name": "drv_hooks_off"})
+    return records.RunRecord.model_validate_json(made["record"]), Path(made["run_dir"])
+
+
+@pytest.fixture(scope="module")
 def resumed(first):
     run_dir, record, _ = first
     checkpoint = find_mjlab_log_dir(run_dir) / str(record.summary["last_checkpoint"])
@@ -168,6 +179,22 @@ def test_run_writes_checkpoints_events_and_an_ok_record(first, runs_root):
     assert {key: on_disk.summary[key] for key in warp_log.SUMMARY_KEYS} == loads.summary()
     assert "initialized:" in (run_dir / TRAIN_LOG).read_text()
     assert "Module " not in shown and "initialized:" not in shown
+
+
+@pytest.mark.slow
+def test_the_sync_free_hooks_change_no_learned_value(first, hooks_off):
+    """The hooks only take host reads out (compat/buffer_syncs.py, compat/quat_syncs.py): a
+    training with them learns exactly what one without them learns, iteration by iteration."""
+    run_dir, record, _ = first
+    off_record, off_dir = hooks_off
+    assert (record.config["sync_free_buffers"], record.config["sync_free_quats"]) == (True, True)
+    assert (off_record.config["sync_free_buffers"], off_record.config["sync_free_quats"]) == (
+        False, False)  # fmt: skip
+    on = pd.read_csv(run_dir / records.SCALARS_FILENAME)
+    off = pd.read_csv(off_dir / records.SCALARS_FILENAME)
+    learned = [c for c in on.columns if not c.startswith("Perf/") and c != "wall_time"]
+    assert len(on) == ITERATIONS and len(learned) > 30 and "Train/mean_reward" in learned
+    pd.testing.assert_frame_equal(on[learned], off[learned], check_exact=True)
 
 
 def test_the_stream_drops_warps_banner_and_module_lines_and_keeps_the_trainers():

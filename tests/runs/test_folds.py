@@ -212,6 +212,7 @@ def test_the_published_summary_records_fold_what_they_say():
                               wr.gait_history_folder(wr.WALKER_TURNING_ALONE),
                               wr.gait_history_folder(wr.WALKER_TURNING_SHORT),
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES),
+                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_ALONE),
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES_8192),
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES_MORE_UPDATES),
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES_WIDE_KL),
@@ -233,6 +234,8 @@ def test_the_published_summary_records_fold_what_they_say():
                       wr.gait_history_folder(wr.WALKER_TURNING_SHORT): 42,
                       # every 50th checkpoint from 300 to 650, seed 44's to 600
                       wr.gait_history_folder(wr.WALKER_TURNING_AXES): 23,
+                      # every 25th checkpoint from 450, and 614: no pass stopped it
+                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_ALONE): 8,
                       # the tests written before the trainings ended (every 25th from 275)
                       wr.gait_history_folder(wr.WALKER_TURNING_AXES_8192): 8,
                       # 3 seeds x 11 checkpoints (every 25th from 200, and 449)

@@ -239,10 +239,12 @@ def lever_outcome(runs: Sequence[Any], alone: Sequence[Any] = ()) -> str:
     )
     for run in alone:
         hit = first(run)
+        tested = int(run.progress()["iteration"].max())
         text += (
             f"; trained again alone, seed {run.seed} "
-            + (f"from model_{hit[0]} ({hit[1]:.1f} min)" if hit else "never passes")
-        )
+            + (f"from model_{hit[0]} ({hit[1]:.1f} min)" if hit
+               else f"passes no checkpoint by model_{tested}")
+        )  # fmt: skip
     return text
 
 

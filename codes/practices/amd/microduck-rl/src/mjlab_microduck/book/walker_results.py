@@ -78,6 +78,11 @@ WALKER_TURNING_SHORT = Recipe(
 WALKER_TURNING_AXES = Recipe(
     "walker_turning_axes", "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningAxesTuning", ()
 )
+WALKER_TURNING_AXES_ALONE = Recipe("walker_turning_axes_alone", WALKER_TURNING_AXES.task, ("main",))
+"""WALKER_TURNING_AXES's seed 43, which passed at model_500 side by side, trained again alone on
+one GPU for its time to walk: Warp's kernel cache warm, the managers replayed from graphs, the
+gait watcher every 25th checkpoint from 450, stopping it at its first pass
+(``h200_walker_turning_axes_alone_main_s43``)."""
 WALKER_TURNING_AXES_8192 = Recipe("walker_turning_axes_8192", WALKER_TURNING_AXES.task, (), 8192)
 """WALKER_TURNING_AXES with twice the envs per training (three side by side on one H200, 400
 iterations), published by its gait tests alone: two of its three trainings' final records were
