@@ -124,7 +124,7 @@ def first(first_made):
 
 
 @pytest.fixture(scope="module")
-def hooks_off(first):
+def hooks_off():
     """The first run again with mjlab's own delay buffers and quaternion conversion (the
     sync-free hooks off, as ``MICRODUCK_SYNC_FREE_*=0`` in the environment turns them off)."""
     with pytest.MonkeyPatch.context() as patch:
