@@ -19,7 +19,7 @@ def test_every_table_preset_names_what_it_was_built_on():
     # the others are levers registered for the next runs, not trained yet
     registered = set(preset_pages.BUILT_ON) - table
     assert registered == {"walker_turning_axes_fine_tracking",
-                          "walker_turning_axes_fast_start_fine_planar"}  # fmt: skip
+                          "walker_turning_axes_straight_start"}  # fmt: skip
     assert registered <= {p.name for p in tuning.CANDIDATE_PRESETS}
     assert preset_pages.changes(tuning.UPSTREAM) == "the upstream figures"
     for preset in preset_pages.TABLE_PRESETS[1:]:
@@ -80,6 +80,7 @@ def test_preset_table_from_the_published_records():
     fine_yaw = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FINE_YAW)
     fast_start = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START)
     fast_start_standing = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START_STANDING)
+    fine_planar = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR)
     levers = {"walker_turning": (turning, alone), "walker_turning_short": (short, ()),
               "walker_turning_axes": (axes, axes_alone),
               "walker_turning_axes_8192": (axes_8192, ()),
@@ -87,7 +88,8 @@ def test_preset_table_from_the_published_records():
               "walker_turning_axes_wide_kl": (wide_kl, ()),
               "walker_turning_axes_fine_yaw": (fine_yaw, ()),
               "walker_turning_axes_fast_start": (fast_start, ()),
-              "walker_turning_axes_fast_start_standing": (fast_start_standing, ())}
+              "walker_turning_axes_fast_start_standing": (fast_start_standing, ()),
+              "walker_turning_axes_fast_start_fine_planar": (fine_planar, ())}
     table = preset_pages.preset_table(
         wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW), walker_record=walker_record,
         levers=levers)
@@ -128,8 +130,8 @@ def test_preset_table_from_the_published_records():
     first_it, first_min = wr.first_passing(turning[wr.SEEDS.index(43)])
     alone_it, alone_min = wr.first_passing(alone[0])
     assert turning_row["outcome"] == (
-        f"passes in {len(passing)} of its 3 seeds (4096 envs each) by model_799: seed 43 from "
-        f"model_{first_it} "
+        f"passes in {len(passing)} of its 3 seeds (4096 envs each, on one H200) by model_799: "
+        f"seed 43 from model_{first_it} "
         f"({first_min:.1f} min, 3 trainings sharing the GPU); trained again alone, seed 43 "
         f"from model_{alone_it} ({alone_min:.1f} min)")
     # The short rollout: 12 steps at 8192 envs, and no seed passes (from its gait tests).
@@ -140,8 +142,9 @@ def test_preset_table_from_the_published_records():
     closest = min((int(row["failed_conditions"]), int(row["iteration"]), r.seed)
                   for r in short for _, row in r.progress().iterrows())
     assert short_row["outcome"] == (
-        "no checkpoint of its 3 seeds (8192 envs each) passes the gait test by model_799; the "
-        f"closest, seed {closest[2]}'s model_{closest[1]}, fails {closest[0]} conditions")
+        "no checkpoint of its 3 seeds (8192 envs each, on one H200) passes the gait test by "
+        f"model_799; the closest, seed {closest[2]}'s model_{closest[1]}, fails {closest[0]} "
+        "conditions")
     # The single-axis lever, published by its gait tests alone: no minutes, and its first
     # passing checkpoint is the earliest one; its seed 43 trained again alone passes none.
     axes_row = table.loc["WALKER_TURNING_AXES"]
@@ -150,30 +153,34 @@ def test_preset_table_from_the_published_records():
     assert [wr.first_passing(r) is not None for r in axes] == [False, True, False]
     assert wr.first_passing(axes_alone[0]) is None
     assert axes_row["outcome"] == (
-        "passes in 1 of its 3 seeds (4096 envs each) by model_650: seed 43 from model_500 (3 "
-        "trainings sharing the GPU; published by its gait tests alone); trained again alone, "
-        "seed 43 passes no checkpoint by model_614")
+        "passes in 1 of its 3 seeds (4096 envs each, on one H200) by model_650: seed 43 from "
+        "model_500 (3 trainings sharing the GPU; published by its gait tests alone); trained "
+        "again alone, seed 43 passes no checkpoint by model_614")
+    # trained on an H100, and resumed from model_614: its one pass is in the resume
+    assert table.loc["WALKER_TURNING_AXES_FAST_START_FINE_PLANAR", "outcome"] == (
+        "passes in 1 of its 3 seeds (4096 envs each, on one H100) by model_813: seed 43 from "
+        "model_675 (15.9 min, 3 trainings sharing the GPU)")
     # The levers no seed of which passes: what each changed, and its closest checkpoint.
     unpassed = {
         "WALKER_TURNING_AXES × 8192 envs": (
-            axes_8192, "8192 envs per training instead of 4096", "(8192 envs each)", 375,
-            "seed 42's model_350, fails 19 conditions"),
+            axes_8192, "8192 envs per training instead of 4096",
+            "(8192 envs each, on one H200)", 375, "seed 42's model_350, fails 19 conditions"),
         "WALKER_TURNING_AXES_MORE_UPDATES": (
-            more, "PPO mini-batches per epoch 4 → 8", "(4096 envs each)", 449,
+            more, "PPO mini-batches per epoch 4 → 8", "(4096 envs each, on one H200)", 449,
             "seed 44's model_449, fails 18 conditions"),
         "WALKER_TURNING_AXES_WIDE_KL": (
-            wide_kl, "PPO KL target per update 0.01 → 0.02", "(4096 envs each)", 599,
+            wide_kl, "PPO KL target per update 0.01 → 0.02", "(4096 envs each, on one H200)", 599,
             "seed 42's model_525, fails 1 condition"),
         "WALKER_TURNING_AXES_FINE_YAW": (
             fine_yaw, "a narrow yaw-rate term beside the wide one: std 0.15 rad/s, weight 2",
-            "(4096 envs each)", 449, "seed 42's model_350, fails 11 conditions"),
+            "(4096 envs each, on one H200)", 449, "seed 42's model_350, fails 11 conditions"),
         "WALKER_TURNING_AXES_FAST_START": (
             fast_start, "fast starts: 50% of the commands drawn at a reset walk straight "
-            "forward at least 0.3 m/s, heading held", "(4096 envs each)", 599,
+            "forward at least 0.3 m/s, heading held", "(4096 envs each, on one H200)", 599,
             "seed 43's model_550, fails 14 conditions"),
         "WALKER_TURNING_AXES_FAST_START_STANDING": (
             fast_start_standing, "fast starts drawn only among the draws that do not stand",
-            "(4096 envs each)", 599, "seed 43's model_599, fails 3 conditions"),
+            "(4096 envs each, on one H200)", 599, "seed 43's model_599, fails 3 conditions"),
     }  # fmt: skip
     for name, (runs, changed, envs, last, closest) in unpassed.items():
         row = table.loc[name]
@@ -199,24 +206,24 @@ def test_a_lever_without_a_training_clock_is_judged_by_iteration():
         rows = [{"iteration": it, "minutes": minutes, "walker": it >= passes_at,
                  "failed_conditions": 0 if it >= passes_at else 3} for it in (300, 350, 400)]
         return SimpleNamespace(seed=seed, stages=(), progress=lambda: pd.DataFrame(rows),
-                               recipe=SimpleNamespace(num_envs=2048))
+                               recipe=SimpleNamespace(num_envs=2048, machine="h200"))
 
     untimed = [run(42, 400), run(43, 350)]
     assert preset_pages.lever_outcome(untimed) == (
-        "passes in 2 of its 2 seeds (2048 envs each) by model_400: seed 43 from model_350 (2 "
-        "trainings sharing the GPU; published by its gait tests alone)")
+        "passes in 2 of its 2 seeds (2048 envs each, on one H200) by model_400: seed 43 from "
+        "model_350 (2 trainings sharing the GPU; published by its gait tests alone)")
     # none passing: the closest is the fewest failed conditions, the earliest of equals
     assert preset_pages.lever_outcome([run(42, 999), run(43, 999)]) == (
-        "no checkpoint of its 2 seeds (2048 envs each) passes the gait test by model_400; the "
-        "closest, seed 42's model_300, fails 3 conditions")
+        "no checkpoint of its 2 seeds (2048 envs each, on one H200) passes the gait test by "
+        "model_400; the closest, seed 42's model_300, fails 3 conditions")
 
 
 def test_a_lever_no_seed_passes_says_so_with_its_last_tested_checkpoint():
     narrow = wr.seed_runs(recipe=wr.WALKER_NARROW)
     last = max(int(r.progress()["iteration"].max()) for r in narrow)
     assert preset_pages.lever_outcome(narrow).startswith(
-        f"no checkpoint of its 3 seeds (4096 envs each) passes the gait test by model_{last}; "
-        "the closest, seed ")
+        "no checkpoint of its 3 seeds (4096 envs each, on one H200) passes the gait test by "
+        f"model_{last}; the closest, seed ")
 
 
 def test_candidate_table_lists_every_candidate_and_what_was_trained(tmp_path):
@@ -261,3 +268,5 @@ def test_every_table_preset_says_what_it_changed():
         "fast starts drawn only among the draws that do not stand")
     assert preset_pages.changes(tuning.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR) == (
         "a narrow planar-velocity term beside the wide one: std 0.1 m/s, weight 2")
+    assert preset_pages.changes(tuning.WALKER_TURNING_AXES_STRAIGHT_START) == (
+        "starts from 0.1 m/s up instead of 0.3")

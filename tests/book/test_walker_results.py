@@ -469,18 +469,24 @@ def test_a_recipe_published_by_its_gait_tests_alone_has_no_clock():
     assert first[43][0] == 500 and first[42] is None and first[44] is None
 
 
-def test_every_recipe_says_the_env_count_its_training_records_ran():
+def test_every_recipe_says_the_env_count_and_the_gpu_its_training_records_ran():
     recipes = [v for v in vars(wr).values() if isinstance(v, wr.Recipe)]
-    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 15
+    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 16
     checked = 0
     for recipe in recipes:
         for stage in recipe.stages:
             for seed in wr.SEEDS:
                 where = RESULTS / wr.stage_folder(recipe, stage, seed)
                 if where.is_dir():  # a recipe's seed trained again alone is one seed
-                    assert records.load_record(where).config["num_envs"] == recipe.num_envs
+                    record = records.load_record(where)
+                    assert record.config["num_envs"] == recipe.num_envs
+                    # the name's first word is the card the provenance names
+                    assert f"NVIDIA {recipe.machine.upper()}" in record.provenance.device_name
                     checked += 1
-    assert checked == 36  # WALKER: 2 stages x 3 seeds; 9 recipes x 3 seeds; three seeds alone
+    # WALKER and WALKER_TURNING_AXES_FAST_START_FINE_PLANAR: 2 stages x 3 seeds; 9 recipes x
+    # 3 seeds; three seeds alone
+    assert checked == 42
+    assert wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR.machine == "h100"
 
 
 def test_twice_the_envs_learn_less_per_transition():
@@ -667,3 +673,16 @@ def test_the_watcher_cost_table_measures_each_training_beside_its_group_s_tests(
         record = record.model_copy(update={"provenance": provenance})
         marked = replace(run, stages=((where, record),))
         assert wr.watcher_cost_table({"marked": [marked]}).loc["marked", "CUDA MPS"] == shown
+
+
+def test_a_pass_in_a_resumed_stage_is_named_by_that_stage_and_timed_across_the_resume():
+    runs = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR)
+    table = wr.time_to_walk_table({"fine planar": runs})
+    first = table.loc["fine planar", "first passing"]
+    # seed 43 passed at model_675, saved by its resume from model_614
+    assert first == "h100_walker_turning_axes_fast_start_fine_planar_resume_s43/model_675"
+    assert runs[1].checkpoint(675).parent.name == first.split("/")[0]
+    assert table.loc["fine planar", "machine"].startswith("one NVIDIA H100")
+    # 615 iterations of the first stage, then the resume's own start-up and 61 iterations
+    main_s = runs[1].stages[0][1].wall_seconds
+    assert main_s < table.loc["fine planar", "minutes from launch"] * 60.0 < main_s + 126.5

@@ -219,6 +219,7 @@ def test_the_published_summary_records_fold_what_they_say():
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES_FINE_YAW),
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START),
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START_STANDING),
+                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR),
                               }  # fmt: skip
     counts = {name: r.summary["runs"] for name, r in summaries.items()}
     assert counts == {results.RECIPE_REPLAYS: 5, results.PRESET_HISTORY: 28,
@@ -247,6 +248,9 @@ def test_the_published_summary_records_fold_what_they_say():
                       # 3 seeds x 8 checkpoints (every 50th from 250, and 599)
                       wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START): 24,
                       wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START_STANDING): 24,
+                      # every 25th checkpoint from 350, and 614; resumed, every 25th from 650,
+                      # and 813: 20 per seed, but seed 43's resume stopped at its pass, model_675
+                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR): 54,
                       }  # fmt: skip
     for name, record in summaries.items():
         records.verify_artifacts(record, RESULTS / name)

@@ -36,6 +36,7 @@ BUILT_ON: dict[str, tuning.VelocityTuning | None] = {
     "walker_turning_axes_fast_start": tuning.WALKER_TURNING_AXES,
     "walker_turning_axes_fast_start_standing": tuning.WALKER_TURNING_AXES_FAST_START,
     "walker_turning_axes_fast_start_fine_planar": tuning.WALKER_TURNING_AXES_FAST_START_STANDING,
+    "walker_turning_axes_straight_start": tuning.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR,
 }  # fmt: skip
 """The preset each one was derived from (None: the upstream figures); the registered levers not
 trained yet too, so that their row reads the same once they are."""
@@ -60,7 +61,8 @@ TABLE_PRESETS = (tuning.UPSTREAM, tuning.BOOK, tuning.GAIT_SLOW, tuning.STEPPING
                  tuning.WALKER_TURNING_AXES_WIDE_KL,
                  tuning.WALKER_TURNING_AXES_FINE_YAW,
                  tuning.WALKER_TURNING_AXES_FAST_START,
-                 tuning.WALKER_TURNING_AXES_FAST_START_STANDING)  # fmt: skip
+                 tuning.WALKER_TURNING_AXES_FAST_START_STANDING,
+                 tuning.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR)  # fmt: skip
 ENV_COUNT_LEVERS = {
     walker_results.WALKER_TURNING_AXES_8192.name: (
         walker_results.WALKER_TURNING_AXES_8192, walker_results.WALKER_TURNING_AXES)
@@ -70,7 +72,8 @@ the recipe it trains again); each has a row under the preset both train."""
 LEVERS = ("walker_turning", "walker_turning_short", "walker_turning_axes",
           "walker_turning_axes_more_updates", "walker_turning_axes_wide_kl",
           "walker_turning_axes_fine_yaw", "walker_turning_axes_fast_start",
-          "walker_turning_axes_fast_start_standing", *ENV_COUNT_LEVERS)  # fmt: skip
+          "walker_turning_axes_fast_start_standing", "walker_turning_axes_fast_start_fine_planar",
+          *ENV_COUNT_LEVERS)  # fmt: skip
 """Levers tried on the recipe that passes: their rows need their runs (``preset_table``)."""
 STANDS_BELOW_M = 0.05
 """A preset whose largest 4 s displacement stays below this "stands"."""
@@ -111,6 +114,8 @@ CHANGE_TEXTS: dict[str, Callable[[Any, Any], str]] = {
     "fast_start": lambda old, new: (
         "fast starts drawn only among the draws that do not stand"
         if old is not None and replace(old, spares_standing=True) == new else
+        f"starts from {new.min_speed_m_s:g} m/s up instead of {old.min_speed_m_s:g}"
+        if old is not None and replace(old, min_speed_m_s=new.min_speed_m_s) == new else
         f"fast starts: {new.envs_fraction:.0%} of the commands drawn at a reset"
         + (" that do not stand" if new.spares_standing else "")
         + f" walk straight forward at least {new.min_speed_m_s:g} m/s, heading held"),
@@ -216,7 +221,8 @@ def lever_outcome(runs: Sequence[Any], alone: Sequence[Any] = ()) -> str:
     published by its gait tests alone (no training clock) it is the earliest iteration."""
     first = walker_results.first_passing
     last = max(int(run.progress()["iteration"].max()) for run in runs)
-    at = f" ({runs[0].recipe.num_envs} envs each)"
+    recipe = runs[0].recipe
+    at = f" ({recipe.num_envs} envs each, on one {recipe.machine.upper()})"
     hits = {run.seed: hit for run in runs if (hit := first(run)) is not None}
     if not hits:
         closest = min(

@@ -2,13 +2,14 @@
 its gait-tested checkpoints, the skills each one holds and when.
 
 Problem it solves: chapters 4-6 and the front page all speak of the same training seeds of each
-recipe at scale (4096 envs on one H200) and their gait tests; this module finds those records
-under ``book/results`` by name (``h200_<recipe>_<stage>_s<seed>``,
-``h200_<recipe>_gait_s<seed>_model_<iteration>``) and turns them into the tables the pages
-show, so no page repeats the lookup or types a number. A missing record is an error.
+recipe at scale (4096 envs on one GPU) and their gait tests; this module finds those records
+under ``book/results`` by name (``<machine>_<recipe>_<stage>_s<seed>``,
+``<machine>_<recipe>_gait_s<seed>_model_<iteration>``, the machine ``h200`` or ``h100``) and
+turns them into the tables the pages show, so no page repeats the lookup or types a number. A
+missing record is an error.
 
 A recipe's gait tests are read in either form: one folder per test, or folded into the
-recipe's gait history (``h200_<recipe>_gait_history``, ``microduck records fold-gait``), one
+recipe's gait history (``<machine>_<recipe>_gait_history``, ``microduck records fold-gait``), one
 row per test and case; a test published both ways is read from its own folder.
 """
 
@@ -42,6 +43,9 @@ class Recipe:
     stages: tuple[str, ...]
     num_envs: int = 4096
     """Envs per training (its stages' records say the same; a test checks)."""
+    machine: str = "h200"
+    """The GPU its runs were made on, the first word of every published name (``h200`` for one
+    NVIDIA H200, ``h100`` for one H100); the records' provenance names the same card."""
 
 
 # WALKER: 500 iterations, resumed for 250. WALKER_NARROW: 500 iterations.
@@ -122,6 +126,15 @@ WALKER_TURNING_AXES_FAST_START_STANDING = Recipe(
     "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningAxesFastStartStandingTuning",
     ("main",),
 )
+# WALKER_TURNING_AXES_FAST_START_FINE_PLANAR: FAST_START_STANDING plus a narrow planar-velocity
+# term beside the wide one (tasks/tuning.FinePlanarTracking). Trained side by side on one H100
+# (4096 envs each, 615 iterations), then each seed resumed for 200 more.
+WALKER_TURNING_AXES_FAST_START_FINE_PLANAR = Recipe(
+    "walker_turning_axes_fast_start_fine_planar",
+    "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningAxesFastStartFinePlanarTuning",
+    ("main", "resume"),
+    machine="h100",
+)
 WALKER_TASK = WALKER.task
 CANDIDATE_GAIT_TEST = "h200_walker_gait_s42_model_550"
 """The gait test of the walker recipe's candidate, kept whole beside the recipe's gait history:
@@ -142,18 +155,18 @@ WALKER_FILENAME = "walker.json"
 
 
 def stage_folder(recipe: Recipe, stage: str, seed: int) -> str:
-    """The published folder of one seed's training stage: ``h200_<recipe>_<stage>_s<seed>``."""
-    return f"h200_{recipe.name}_{stage}_s{seed}"
+    """One seed's published training stage: ``<machine>_<recipe>_<stage>_s<seed>``."""
+    return f"{recipe.machine}_{recipe.name}_{stage}_s{seed}"
 
 
 def gait_pattern(recipe: Recipe, seed: int) -> str:
-    """The glob of one seed's gait tests: ``h200_<recipe>_gait_s<seed>_model_*``."""
-    return f"h200_{recipe.name}_gait_s{seed}_model_*"
+    """The glob of one seed's gait tests: ``<machine>_<recipe>_gait_s<seed>_model_*``."""
+    return f"{recipe.machine}_{recipe.name}_gait_s{seed}_model_*"
 
 
 def gait_history_folder(recipe: Recipe) -> str:
-    """The summary record folding a recipe's gait tests: ``h200_<recipe>_gait_history``."""
-    return f"h200_{recipe.name}_gait_history"
+    """The summary record folding a recipe's gait tests: ``<machine>_<recipe>_gait_history``."""
+    return f"{recipe.machine}_{recipe.name}_gait_history"
 
 
 def _results_root(results_root: str | Path | None) -> Path:
@@ -631,7 +644,7 @@ def _time_to_walk(runs: list[SeedRun]) -> dict | None:
     if not hits:
         return None
     minutes, run, iteration = min(hits, key=lambda hit: hit[0])
-    first = f"{_first_stage(run)}/model_{iteration}"
+    first = f"{_stage_of(run, iteration)}/model_{iteration}"
     entry = {"time_to_walk_s": round(minutes * 60.0, 1), "first_passing": first, "seed": run.seed}
     started = run.stages[0][1].summary
     entry.update({key: started[key] for key in COMPILE_KEYS if key in started})
@@ -709,6 +722,16 @@ def walker_summary(
 
 def _first_stage(run: SeedRun) -> str:
     return stage_folder(run.recipe, run.recipe.stages[0], run.seed)
+
+
+def _stage_of(run: SeedRun, iteration: int) -> str:
+    """The published folder of the stage that saved ``model_<iteration>``: the first whose
+    iterations, from the one it resumed (0 from scratch) to its last, include it."""
+    for stage, (_, record) in zip(run.recipe.stages, run.stages, strict=True):
+        start = int(record.config.get("resume_from_iteration") or 0)
+        if start <= iteration <= int(record.summary.get("last_iteration", start)):
+            return stage_folder(run.recipe, stage, run.seed)
+    return _first_stage(run)
 
 
 def _gait_record(run: SeedRun, where: Path) -> str:
