@@ -839,6 +839,53 @@ def test_chapter_11_states_the_fast_starts_that_spare_standing_as_recorded():
     assert_stated(text, stated, "chapter 11 does not state the spared standing starts as recorded")
 
 
+def test_chapter_11_states_the_narrow_planar_term_as_recorded():
+    from mjlab_microduck.book import case_history as ch
+    from mjlab_microduck.book import walker_results as wr
+
+    text = prose("11_time_to_walk.md")
+    spared = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START_STANDING)
+    planar = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR)
+    groups = {"spared": spared, "planar": planar}
+    slow = ch.case_history_table(groups, "forward_0.1", 400, 600)
+    heading = ch.case_history_table(groups, "forward_0.15", 400, 600)
+    folds = ch.case_history_table(groups, "forward_0.4", 400, 600)
+    table = wr.time_to_walk_table({"planar": planar, "spared": spared})
+    failed = {run.seed: run.progress().set_index("iteration")["failed_conditions"]
+              for run in planar}  # fmt: skip
+    first = {run.seed: wr.first_passing(run) for run in planar}
+    assert first[42] is None and first[44] is None and first[43][0] == 675
+    assert heading.loc["spared", "failed in"] == 0
+    # seed 42 stands still at 0.1 m/s at every checkpoint tested
+    seed_42 = [v["table"] for v in planar[0].verdicts.values()]
+    assert all(next(r for r in t if r["case"] == "forward_0.1")["passed"] is False
+               for t in seed_42)  # fmt: skip
+    assert (table.loc["planar", "s per iteration (median)"]
+            == table.loc["spared", "s per iteration (median)"])  # fmt: skip
+    stated = [
+        f"trained {planar[0].stages[0][1].config['iterations']} iterations side by side on one "
+        "H100",
+        f"resumed from model_{planar[0].stages[1][1].config['resume_from_iteration']} for "
+        f"{planar[0].stages[1][1].config['iterations']} more iterations",
+        f"The H100 took {table.loc['planar', 's per iteration (median)']:.2f} s per iteration",
+        f"Seed 43 passes the whole test at model_675, {first[43][1]:.1f} minutes after its launch",
+        f"Seed 44 comes within one failed condition at model_800, and seed 42's closest "
+        f"checkpoints fail {failed[42].min()}",
+        f"the largest move is {slow.loc['planar', 'largest displacement, median (m)']:.3f} m of "
+        f"the 1 m asked (median over the checkpoints), against "
+        f"{slow.loc['spared', 'largest displacement, median (m)']:.3f} m without it",
+        f"still fails in {slow.loc['planar', 'failed in']} of {slow.loc['planar', 'checkpoints']} "
+        "checkpoints",
+        f"in {heading.loc['planar', 'failed in']} of {heading.loc['planar', 'checkpoints']} "
+        "checkpoints, where none did",
+        f"{folds.loc['planar', 'robots ended']} robots over {folds.loc['planar', 'checkpoints']} "
+        "checkpoints",
+        f"one seed of three, at model_675, {first[43][1]:.1f} minutes after launch on an H100",
+    ]
+    assert failed[44][800] == 1 and failed[42].idxmin() >= 600
+    assert_stated(text, stated, "chapter 11 does not state the narrow planar term as recorded")
+
+
 def test_chapter_11_states_what_the_manager_graphs_buy_as_recorded():
     from mjlab_microduck.book import walker_results as wr
 
