@@ -65,6 +65,25 @@ def test_each_start_test_ran_the_published_checkpoint_its_label_names():
             assert record.config[field] == (list(value) if isinstance(value, tuple) else value)
 
 
+def test_the_narrow_planar_terms_start_test_ran_its_passing_checkpoint():
+    import hashlib
+
+    from mjlab_microduck.book import walker_results as wr
+    from mjlab_microduck.runs import records
+
+    seed_43 = wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR)
+    checkpoint = seed_43.checkpoint(wr.first_passing(seed_43)[0])
+    ((label, folder),) = sf.FINE_PLANAR_START_TESTS.items()
+    record = records.load_record(results.results_root() / folder)
+    assert checkpoint.name == "model_675.pt" and "model_675" in label
+    assert record.config["checkpoint_sha256"] == hashlib.sha256(
+        checkpoint.read_bytes()).hexdigest()
+    # the task came from the run record beside the checkpoint
+    assert record.config["task"] == wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR.task
+    for field, value in START_TEST.items():
+        assert record.config[field] == (list(value) if isinstance(value, tuple) else value)
+
+
 def test_a_single_end_is_one_time_and_none_is_a_dash():
     times = sf._span_text
     assert times(pd.Series([0.5, 0.761, 0.6])) == "0.50–0.76"

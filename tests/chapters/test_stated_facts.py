@@ -884,6 +884,20 @@ def test_chapter_11_states_the_narrow_planar_term_as_recorded():
     ]
     assert failed[44][800] == 1 and failed[42].idxmin() >= 600
     assert_stated(text, stated, "chapter 11 does not state the narrow planar term as recorded")
+    # its passing checkpoint's start test
+    from mjlab_microduck.book import start_folds as sf
+
+    (label,) = sf.FINE_PLANAR_START_TESTS
+    starts = sf.fold_table(sf.FINE_PLANAR_START_TESTS).loc[label]
+    chance = starts[f"chance {sf.robots_per_full_case()} robots show none"]
+    assert_stated(text, [
+        f"It folds {starts.loc['forward_0.3', 'ended']} of its "
+        f"{starts.loc['forward_0.3', 'robots']} robots at 0.3 m/s and "
+        f"{starts.loc['forward_0.4', 'ended']} at 0.4 m/s",
+        f"with a chance of {chance['forward_0.3']:.2f} and {chance['forward_0.4']:.2f}, both "
+        f"cases together {chance['forward_0.3'] * chance['forward_0.4']:.2f}",
+    ], "chapter 11 does not state the narrow planar term's start test as recorded")
+    assert chance["forward_0.3"] * chance["forward_0.4"] < 0.5  # "the less likely outcome"
 
 
 def test_chapter_11_states_what_the_manager_graphs_buy_as_recorded():

@@ -184,6 +184,7 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
         "notebooks/11_time_to_walk", "Time to walk",
         (*WALKER_HEADING_RUNS, *WALKER_HEADING_ALONE_RUNS, *WALKER_TURNING_RUNS, wr.ENVS_BENCH,
          *wr.GRAPHS_BENCHES, *start_folds.START_TESTS.values(),
+         *start_folds.FINE_PLANAR_START_TESTS.values(),
          wr.stage_folder(wr.WALKER, "resume", 42)),
         "The recipe that passes and every lever tried on it (`walker_results.seed_runs`): "
         "their training clocks (`walker_results.time_to_walk_table`), the recipe's seed 42 and "

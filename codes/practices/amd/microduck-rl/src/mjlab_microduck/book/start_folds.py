@@ -28,6 +28,13 @@ START_TESTS = {
 """The published start tests (4 seeds x 256 robots per case, 2 s, on a CPU) of the two
 published checkpoints that pass the gait test: the walker, and the first checkpoint of a lever
 to pass (the turn-in-place envs)."""
+FINE_PLANAR_START_TESTS = {
+    "WALKER_TURNING_AXES_FAST_START_FINE_PLANAR s43 model_675": (
+        "cpu_walker_turning_axes_fast_start_fine_planar_start_s43_model_675"
+    ),
+}
+"""The start test of the narrow planar-velocity term's passing checkpoint, the first pass of a
+fast-start recipe (chapter 11's section on the term)."""
 
 
 def robots_per_full_case() -> int:
