@@ -53,9 +53,13 @@ def test_each_start_test_ran_the_published_checkpoint_its_label_names():
 
     walker = wr.published_walker()
     lever = wr.seed_runs(recipe=wr.WALKER_TURNING)[1]
-    checkpoints = [wr.walker_checkpoint(walker), lever.checkpoint(wr.first_passing(lever)[0])]
+    planar = wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR)
+    checkpoints = [wr.walker_checkpoint(walker), lever.checkpoint(wr.first_passing(lever)[0]),
+                   planar.checkpoint(wr.first_passing(planar)[0])]  # fmt: skip
     assert lever.seed == 43 and wr.first_passing(lever)[0] == 500
-    for (label, folder), checkpoint in zip(sf.START_TESTS.items(), checkpoints, strict=True):
+    assert checkpoints[2].name == "model_675.pt"
+    tests = {**sf.START_TESTS, **sf.FINE_PLANAR_START_TESTS}
+    for (label, folder), checkpoint in zip(tests.items(), checkpoints, strict=True):
         record = records.load_record(results.results_root() / folder)
         assert f"model_{checkpoint.stem.split('_')[1]}" in label
         assert record.config["checkpoint_sha256"] == hashlib.sha256(
@@ -63,25 +67,8 @@ def test_each_start_test_ran_the_published_checkpoint_its_label_names():
         # the sizes the start test has now (a record keeps tuples as lists)
         for field, value in START_TEST.items():
             assert record.config[field] == (list(value) if isinstance(value, tuple) else value)
-
-
-def test_the_narrow_planar_terms_start_test_ran_its_passing_checkpoint():
-    import hashlib
-
-    from mjlab_microduck.book import walker_results as wr
-    from mjlab_microduck.runs import records
-
-    seed_43 = wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR)
-    checkpoint = seed_43.checkpoint(wr.first_passing(seed_43)[0])
-    ((label, folder),) = sf.FINE_PLANAR_START_TESTS.items()
-    record = records.load_record(results.results_root() / folder)
-    assert checkpoint.name == "model_675.pt" and "model_675" in label
-    assert record.config["checkpoint_sha256"] == hashlib.sha256(
-        checkpoint.read_bytes()).hexdigest()
     # the task came from the run record beside the checkpoint
     assert record.config["task"] == wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR.task
-    for field, value in START_TEST.items():
-        assert record.config[field] == (list(value) if isinstance(value, tuple) else value)
 
 
 def test_a_single_end_is_one_time_and_none_is_a_dash():

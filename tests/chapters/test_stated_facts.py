@@ -856,7 +856,7 @@ def test_chapter_11_states_the_narrow_planar_term_as_recorded():
     first = {run.seed: wr.first_passing(run) for run in planar}
     assert first[42] is None and first[44] is None and first[43][0] == 675
     assert heading.loc["spared", "failed in"] == 0
-    # seed 42 stands still at 0.1 m/s at every checkpoint tested
+    # seed 42 fails the walk at 0.1 m/s at every checkpoint tested
     seed_42 = [v["table"] for v in planar[0].verdicts.values()]
     assert all(next(r for r in t if r["case"] == "forward_0.1")["passed"] is False
                for t in seed_42)  # fmt: skip
