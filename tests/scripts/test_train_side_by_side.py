@@ -130,6 +130,47 @@ def test_a_failed_warm_up_starts_no_training(tmp_path):
     assert [line.split()[0] for line in calls(tmp_path, 1)] == ["train"]
 
 
+def test_each_seed_resumes_from_its_own_last_checkpoint_or_run_folder(tmp_path):
+    earlier = tmp_path / "carried"
+    for seed, iterations in ((42, (375, 399)), (43, (50, 100))):
+        folder = earlier / f"walker_heading_s{seed}"
+        folder.mkdir(parents=True)
+        for iteration in iterations:  # numeric order: model_100 comes after model_50
+            (folder / f"model_{iteration}.pt").write_bytes(b"")
+    (earlier / "20261205_walker_heading_s44").mkdir()  # an earlier call's training run folder
+    out = tmp_path / "walker"
+    proc = run(tmp_path, TASK, "300", str(out), RESUME_FROM=str(earlier))
+    assert proc.returncode == 0, proc.stderr
+    trains = sorted(line for line in calls(tmp_path, 4) if line.startswith("train"))
+    resumed = {}
+    for line in trains:
+        words = line.split()
+        resumed[words[words.index("--name") + 1]] = words[words.index("--resume-from") + 1]
+    assert resumed == {
+        "walker_heading_resume_s42": str(earlier / "walker_heading_s42/model_399.pt"),
+        "walker_heading_resume_s43": str(earlier / "walker_heading_s43/model_100.pt"),
+        "walker_heading_resume_s44": str(earlier / "20261205_walker_heading_s44"),
+    }
+
+
+@pytest.mark.parametrize("layout", ["missing", "no seed 44", "two for seed 44"])
+def test_a_resume_without_one_folder_per_seed_starts_and_creates_nothing(tmp_path, layout):
+    earlier = tmp_path / "carried"
+    if layout != "missing":
+        for seed in (42, 43):
+            (earlier / f"walker_heading_s{seed}").mkdir(parents=True)
+    if layout == "two for seed 44":
+        (earlier / "a_walker_heading_s44").mkdir()
+        (earlier / "b_walker_heading_s44").mkdir()
+    out = tmp_path / "walker"
+    proc = run(tmp_path, TASK, "300", str(out), RESUME_FROM=str(earlier))
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("train_side_by_side.sh: RESUME_FROM")
+    assert ("no such folder" if layout == "missing" else "for seed 44") in lines[0]
+    assert not out.exists() and not (tmp_path / "calls.log").exists()
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [({"START_WATCH": "yes"}, "START_WATCH must be 0 or 1"),

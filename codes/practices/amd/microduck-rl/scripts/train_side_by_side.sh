@@ -20,6 +20,11 @@
 #                     (OUT/warmup, OUT/warmup.log) compiles Warp's kernels into its cache, so
 #                     the trainings' start-up loads them instead of compiling them (each train
 #                     record's summary counts the modules it compiled: warp_modules_compiled)
+#   RESUME_FROM []    a folder holding one entry per seed whose name ends in _s<seed>: a
+#                     training run folder (its last checkpoint) or a folder with that seed's
+#                     checkpoints (the last one); each seed's training continues from it as
+#                     <recipe>_resume_s<seed> for ITERATIONS more (the runs/ folder of an
+#                     earlier call, or full checkpoints carried from another machine)
 #   MICRODUCK [python3 -m mjlab_microduck.cli]   the microduck command
 # Everything is started detached (setsid): the script returns at once (after the warm-up, when
 # there is one) and prints where the logs are. OUT_DIR/runs holds the training runs,
@@ -34,6 +39,7 @@ SEEDS=("$@"); [ ${#SEEDS[@]} -gt 0 ] || SEEDS=(42 43 44)
 NUM_ENVS=${NUM_ENVS:-4096}; SAVE_INTERVAL=${SAVE_INTERVAL:-50}; DEVICE=${DEVICE:-cuda:0}
 WATCH_EVERY=${WATCH_EVERY:-50}; WATCH_FROM=${WATCH_FROM:-250}; START_WATCH=${START_WATCH:-0}
 WARM_KERNELS=${WARM_KERNELS:-0}; STOP_ON_PASS=${STOP_ON_PASS:-0}; WATCH_AFTER=${WATCH_AFTER:-0}
+RESUME_FROM=${RESUME_FROM:-}
 read -r -a MICRODUCK <<< "${MICRODUCK:-python3 -m mjlab_microduck.cli}"
 refuse() { echo "train_side_by_side.sh: $*" >&2; exit 2; }
 [[ $ITERS =~ ^[1-9][0-9]*$ ]] || refuse "ITERATIONS must be a positive integer (got $ITERS)"
@@ -48,6 +54,19 @@ for s in "${SEEDS[@]}"; do [[ $s =~ ^[0-9]+$ ]] || refuse "seeds must be integer
 [ "$WATCH_AFTER" = 1 ] && [ "$STOP_ON_PASS" = 1 ] \
   && refuse "STOP_ON_PASS=1 stops a running training; with WATCH_AFTER=1 none runs while testing"
 [ -e "$OUT" ] && refuse "$OUT exists: an earlier run is never overwritten"
+# resume_of SEED: what `train --resume-from` gets for SEED (checked before anything is made)
+resume_of() {
+  local hits=("$RESUME_FROM"/*_s"$1") last
+  [ ${#hits[@]} = 1 ] && [ -d "${hits[0]}" ] \
+    || refuse "RESUME_FROM $RESUME_FROM: no single folder ending in _s$1 for seed $1"
+  last=$(find "${hits[0]}" -maxdepth 1 -name 'model_*.pt' | sort -V | tail -1)
+  echo "${last:-${hits[0]}}"
+}
+resumes=()
+if [ -n "$RESUME_FROM" ]; then
+  [ -d "$RESUME_FROM" ] || refuse "RESUME_FROM $RESUME_FROM: no such folder"
+  for seed in "${SEEDS[@]}"; do resumes+=("$(resume_of "$seed")") || exit 2; done
+fi
 
 mkdir -p "$OUT/runs" "$OUT/gait"
 OUT=$(readlink -f "$OUT")
@@ -67,15 +86,22 @@ if [ "$WARM_KERNELS" = 1 ]; then
     || { echo "train_side_by_side.sh: the warm-up training failed, see $OUT/warmup.log" >&2; exit 1; }
 fi
 names=()
-for seed in "${SEEDS[@]}"; do
-  # Mjlab-Velocity-Flat-MicroDuck-WalkerHeadingTuning -> walker_heading_s42
-  stem=$(echo "$TASK" | sed 's/.*MicroDuck-\{0,1\}//; s/Tuning$//; s/\([a-z0-9]\)\([A-Z]\)/\1_\2/g')
-  name="$(echo "${stem:-microduck}" | tr '[:upper:]' '[:lower:]')_s$seed"
+# Mjlab-Velocity-Flat-MicroDuck-WalkerHeadingTuning -> walker_heading
+stem=$(echo "$TASK" | sed 's/.*MicroDuck-\{0,1\}//; s/Tuning$//; s/\([a-z0-9]\)\([A-Z]\)/\1_\2/g')
+stem=$(echo "${stem:-microduck}" | tr '[:upper:]' '[:lower:]')
+for i in "${!SEEDS[@]}"; do
+  seed=${SEEDS[$i]}
+  resume=()
+  if [ -n "$RESUME_FROM" ]; then
+    name="${stem}_resume_s$seed"; resume=(--resume-from "${resumes[$i]}")
+  else
+    name="${stem}_s$seed"
+  fi
   names+=("$name")
   mkdir -p "$OUT/work_$seed"
   (cd "$OUT/work_$seed" && setsid nohup "${MICRODUCK[@]}" train --name "$name" --task "$TASK" \
      --num-envs "$NUM_ENVS" --iterations "$ITERS" --save-interval "$SAVE_INTERVAL" \
-     --seed "$seed" --device "$DEVICE" --logs-root "$OUT/runs" --profile full \
+     --seed "$seed" --device "$DEVICE" --logs-root "$OUT/runs" --profile full "${resume[@]}" \
      > "$OUT/train_$seed.log" 2>&1 < /dev/null &)
 done
 echo "started ${#SEEDS[@]} trainings of $TASK, $ITERS iterations, $NUM_ENVS envs each"
