@@ -279,9 +279,10 @@ def test_chapter_6_times_the_gait_test_and_the_replays_it_makes():
     from mjlab_microduck.jobs import gait_test
 
     gait_work, replay_work, *untimed = _chapter(6).full
-    run, iteration = wr.candidate(wr.seed_runs())
-    assert gait_work.runs == (f"h200_walker_gait_s{run.seed}_model_{iteration}",)
-    request = gait_test.request_for_profile("full", run.checkpoint(iteration), wr.WALKER_TASK)
+    walker_record = wr.published_walker()  # chapter 6 gait-tests the published walker
+    assert gait_work.runs == (walker_record["gait_record"],)
+    request = gait_test.request_for_profile(
+        "full", wr.walker_checkpoint(walker_record), walker_record["task"])
     config = _published(gait_work.runs[0]).config
     assert list(config["seeds"]) == list(request.seeds)
     assert config["robots_per_case"] == request.robots_per_case

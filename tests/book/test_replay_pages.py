@@ -24,3 +24,25 @@ def test_turn_and_sway_of_a_steady_turn():
     assert costs["mean_turn_rate_rad_s"] == pytest.approx(0.5)
     assert costs["yaw-rate reward kept at that turn rate"] == pytest.approx(math.exp(-0.5))
     assert costs["sway's cost under a 0.1 m/s kernel"] == pytest.approx(1 - math.exp(-1))
+
+
+def test_the_path_plot_draws_the_walked_path_in_its_start_frame_beside_the_command():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    # facing +y (yaw0 = pi/2) and walking 0.1 m/s along it for the protocol's 200 frames
+    frames = np.arange(replay_pages.PROTOCOL_FRAMES + 1)
+    trajectory = pd.DataFrame({"x": 1.0 + 0 * frames, "y": 0.002 * frames,
+                               "yaw0": math.pi / 2 + 0 * frames})  # fmt: skip
+    ax = replay_pages.plot_path_against_command(trajectory, label="walked")
+    walked, commanded = ax.get_lines()
+    assert walked.get_label() == "walked"
+    # in the start frame the walk is straight ahead: 0.4 m forward, nothing to the left
+    assert walked.get_xdata()[-1] == pytest.approx(0.4)
+    assert np.abs(walked.get_ydata()).max() == pytest.approx(0.0, abs=1e-12)
+    # the command: PROTOCOL_LIN_VEL_X for 4 s
+    assert commanded.get_xdata()[-1] == pytest.approx(replay_pages.PROTOCOL_LIN_VEL_X * 4.0)
+    assert "straight ahead" in commanded.get_label()
+    plt.close(ax.figure)

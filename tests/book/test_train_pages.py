@@ -68,8 +68,8 @@ def test_random_policy_row_splits_the_last_reward_terms_and_names_the_largest_pe
         "episode length (last, steps)": 30.0,
         "episode length (last, s)": 0.6,
         "mean reward (last)": -1.3,
-        "positive terms (last)": 0.05,
-        "penalties (last)": -0.095,
+        "positive terms (last, per s of episode limit)": 0.05,
+        "penalties (last, per s of episode limit)": -0.095,
         "largest penalty (last)": "action_rate_l2",
     }
 

@@ -2,8 +2,9 @@
 
 The check is static, so it costs nothing at build time: every name a shown cell reads must be
 a builtin or bound by a shown cell before it (or earlier in the same cell): by an import, an
-assignment, a ``for``, ``with`` or ``except ... as`` target, a ``def`` or a ``class``. Names
-bound only in hidden cells (``remove-*``, ``hide-*``) do not count: a reader never sees them.
+assignment, a ``for``, ``with`` or ``except ... as`` target, a ``def`` or a ``class``. A folded
+cell (``hide-*``) is shown: a reader opens it with a click. Names bound only in removed cells
+(``remove-*``) do not count: a reader never sees them.
 Comprehension and lambda variables and function parameters are local and skipped. The rule is
 tested on made-up cells too, so it can fail.
 """
@@ -20,7 +21,7 @@ import pytest
 from mjlab_microduck.jobs import execute_book
 
 REPO = Path(__file__).resolve().parents[2]
-HIDDEN_TAGS = execute_book.HIDDEN_TAGS
+REMOVED_TAGS = execute_book.REMOVED_TAGS
 # What IPython puts in every kernel's namespace.
 KERNEL_NAMES = {"display", "get_ipython", "In", "Out", "exit", "quit"}
 KNOWN = set(dir(builtins)) | KERNEL_NAMES
@@ -163,7 +164,7 @@ def shown_cells(path: Path) -> list[str]:
     return [
         cell.source
         for cell in nb.cells
-        if cell.cell_type == "code" and not set(cell.metadata.get("tags", [])) & HIDDEN_TAGS
+        if cell.cell_type == "code" and not set(cell.metadata.get("tags", [])) & REMOVED_TAGS
     ]
 
 
@@ -185,6 +186,6 @@ def test_the_rule_finds_names_from_hidden_cells_only():
 def test_shown_cells_run_in_order(path: Path):
     missing = unbound_names(shown_cells(path))
     assert missing == [], (
-        f"{path.name}: shown cells read names that only hidden cells (or later cells) bind; "
+        f"{path.name}: shown cells read names that only removed cells (or later cells) bind; "
         f"a reader typing the page gets a NameError: {missing}"
     )

@@ -509,7 +509,8 @@ def test_chapter_3_states_the_smoke_task_and_the_recorded_policy_as_they_are():
     assert all((scalars["Train/mean_reward"] < 0).all() for _, scalars in recorded)
     rows = [train_pages.random_policy_row(scalars, 0.02) for _, scalars in recorded]
     assert {row["largest penalty (last)"] for row in rows} == {"action_rate_l2"}
-    assert all(row["penalties (last)"] + row["positive terms (last)"] < 0 for row in rows)
+    assert all(row["penalties (last, per s of episode limit)"]
+               + row["positive terms (last, per s of episode limit)"] < 0 for row in rows)
     stated = [
         f"{default.init_action_std_rad:g} for the book's default preset, {default.name.upper()}",
         f"scaled by {task['action scale (rad per unit action)']:g} rad, applied "

@@ -239,7 +239,7 @@ print(answer_from_a_hidden_cell)
 """
 
 
-def test_shown_cells_are_the_code_cells_without_a_hiding_tag():
+def test_shown_cells_are_the_code_cells_a_reader_can_read_folded_or_not():
     import nbformat
 
     cells = [nbformat.v4.new_code_cell("a = 1", metadata={"tags": ["remove-input"]}),
@@ -248,7 +248,7 @@ def test_shown_cells_are_the_code_cells_without_a_hiding_tag():
              nbformat.v4.new_code_cell("c = b", metadata={"tags": ["hide-cell"]}),
              nbformat.v4.new_code_cell("d = 2")]  # fmt: skip
     nb = nbformat.v4.new_notebook(cells=cells)
-    assert [c.source for c in ex.shown_cells(nb).cells] == ["b = a", "d = 2"]
+    assert [c.source for c in ex.shown_cells(nb).cells] == ["b = a", "c = b", "d = 2"]
     assert len(nb.cells) == 5  # a copy: the notebook itself is left whole
 
 

@@ -118,7 +118,7 @@ CHAPTERS: tuple[Chapter, ...] = (
         "notebooks/06_replay",
         "the gait test, replays of the published checkpoints, a video, a command sweep",
         (
-            GpuWork("the gait test", ("h200_walker_gait_s42_model_550",)),
+            GpuWork("the gait test", ("h200_walker_heading_gait_s42_model_999",)),
             GpuWork("the replays", (results.RECIPE_REPLAYS,)),
             GpuWork("the video replay"),
             GpuWork("the command sweep"),

@@ -187,11 +187,11 @@ def scale_outcomes(
         "walker": (
             f"the closest to walking: turns on command and walks forward and backward "
             f"within minutes, but no checkpoint of its {n_walker_seeds} seeds passes "
-            f"the gait test (next section)"
+            f"the gait test (chapter 5)"
         ),
         "walker_narrow": (
             f"stands still, but never learns to turn; no checkpoint of its "
-            f"{n_narrow_seeds} seeds passes the gait test (next section)"
+            f"{n_narrow_seeds} seeds passes the gait test (below the table)"
         ),
     }
     if walker_record is not None:

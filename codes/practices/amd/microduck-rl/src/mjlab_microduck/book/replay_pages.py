@@ -211,6 +211,27 @@ def seconds_text(values: Sequence[float]) -> str:
     return f"{low:.1f} s" if round(low, 1) == round(high, 1) else f"{low:.1f}–{high:.1f} s"
 
 
+def plot_path_against_command(trajectory: pd.DataFrame, label: str):
+    """The trunk's path in its start frame (:func:`mjlab_microduck.jobs.replay.path_in_start_frame`)
+    beside the straight line the replay protocol commands (``PROTOCOL_LIN_VEL_X`` ahead for
+    ``PROTOCOL_FRAMES`` frames, 4 s); returns the axes."""
+    import matplotlib.pyplot as plt
+
+    from mjlab_microduck.jobs import replay
+
+    path = replay.path_in_start_frame(trajectory)
+    seconds = trajectory.index.to_numpy() * 4.0 / PROTOCOL_FRAMES
+    _, ax = plt.subplots(figsize=(6, 3.2))
+    ax.plot(path["forward_m"], path["left_m"], label=label)
+    ax.plot(PROTOCOL_LIN_VEL_X * seconds, 0 * seconds, "--",
+            label=f"commanded: {PROTOCOL_LIN_VEL_X:g} m/s straight ahead")  # fmt: skip
+    ax.set_xlabel("forward along the first heading (m)")
+    ax.set_ylabel("left (m)")
+    ax.set_aspect("equal")
+    ax.legend(loc="lower right", fontsize=8)
+    return ax
+
+
 def turn_and_sway(
     trajectory: pd.DataFrame, duration_s: float, yaw_std_rad_s: float, sway_std_mps: float = 0.1
 ) -> dict[str, float]:

@@ -96,8 +96,8 @@ def random_policy_row(scalars: pd.DataFrame, control_dt_s: float) -> dict[str, A
         "episode length (last, steps)": round(float(last[LENGTH]), 1),
         "episode length (last, s)": round(float(last[LENGTH]) * control_dt_s, 2),
         "mean reward (last)": round(float(last[REWARD]), 2),
-        "positive terms (last)": round(float(terms[terms > 0].sum()), 3),
-        "penalties (last)": round(float(penalties.sum()), 3),
+        "positive terms (last, per s of episode limit)": round(float(terms[terms > 0].sum()), 3),
+        "penalties (last, per s of episode limit)": round(float(penalties.sum()), 3),
         "largest penalty (last)": (
             penalties.idxmin().removeprefix(REWARD_TERM) if len(penalties) else None
         ),

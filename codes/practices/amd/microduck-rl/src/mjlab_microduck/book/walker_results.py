@@ -809,9 +809,10 @@ def walker_card(walker_record: dict, results_root: str | Path | None = None) -> 
     alone = walker_record.get("alone")
     if alone is not None:
         seconds = alone["time_to_walk_s"]
-        row["time to walk, min (alone on one GPU)"] = (
+        # the alone run is the same seed trained again, another draw of the same recipe
+        row[f"time to walk, min (seed {alone['seed']} trained again, alone on one GPU)"] = (
             round(seconds / 60.0, 1) if seconds is not None
-            else f"none: no checkpoint passes by {alone['last_tested']}"
+            else f"none: that training passes no checkpoint by {alone['last_tested']}"
         )  # fmt: skip
     folded = start_folds.folded_starts_text(walker_checkpoint(walker_record, results_root),
                                             results_root=results_root)  # fmt: skip

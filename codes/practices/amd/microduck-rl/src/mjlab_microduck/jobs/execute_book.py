@@ -56,8 +56,12 @@ chapter 5 reuses chapter 4's finished ci run of the same request (``results.run_
 ``reuse_from``)."""
 
 
-HIDDEN_TAGS = frozenset({"remove-input", "remove-cell", "hide-input", "hide-cell"})
-"""Cell tags that keep a cell's code from the reader (removed, or folded away)."""
+REMOVED_TAGS = frozenset({"remove-input", "remove-cell"})
+"""Cell tags that take a cell's code off the page."""
+FOLDED_TAGS = frozenset({"hide-input", "hide-cell"})
+"""Cell tags that fold a cell's code away behind a click: a reader can still open and type it."""
+HIDDEN_TAGS = REMOVED_TAGS | FOLDED_TAGS
+"""Cell tags that keep a cell's code out of sight (removed, or folded away)."""
 
 
 class ExecuteError(ValueError):
@@ -312,13 +316,13 @@ def _stage(cache, notebook: Notebook):
 
 
 def shown_cells(nb):
-    """A copy of ``nb`` holding only the code cells a reader sees (no tag of
-    :data:`HIDDEN_TAGS`), in order: what a reader would type into a fresh kernel."""
+    """A copy of ``nb`` holding only the code cells whose code a reader can read, folded or not
+    (no tag of :data:`REMOVED_TAGS`), in order: what a reader would type into a fresh kernel."""
     import copy
 
     shown = copy.deepcopy(nb)
     shown.cells = [c for c in nb.cells if c.cell_type == "code"
-                   and not HIDDEN_TAGS & set(c.get("metadata", {}).get("tags", []))]  # fmt: skip
+                   and not REMOVED_TAGS & set(c.get("metadata", {}).get("tags", []))]  # fmt: skip
     return shown
 
 
