@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -688,3 +689,33 @@ def test_a_pass_in_a_resumed_stage_is_named_by_that_stage_and_timed_across_the_r
     # 615 iterations of the first stage, then the resume's own start-up and 61 iterations
     main_s = runs[1].stages[0][1].wall_seconds
     assert main_s < table.loc["fine planar", "minutes from launch"] * 60.0 < main_s + 126.5
+
+
+def test_lever_scoreboard_counts_passing_seeds_and_the_closest_and_first_passes():
+    heading = wr.seed_runs(recipe=wr.WALKER_HEADING)
+    short = wr.seed_runs(recipe=wr.WALKER_TURNING_SHORT)
+    axes = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)  # published by its gait tests alone
+    board = wr.lever_scoreboard({"heading": heading, "short": short, "axes": axes})
+    assert list(board.index) == ["heading", "short", "axes"]
+    # the walker recipe's row is walker.json's: its passing seeds and first pass, with the clock
+    walker = wr.published_walker()
+    assert board.loc["heading", "seeds passing"] == f"{walker['seeds_passing']} of 3"
+    seed, at = walker["side_by_side"]["seed"], walker["side_by_side"]["first_passing"]
+    assert board.loc["heading", "first passing"] == f"s{seed} {at.rsplit('/', 1)[1]}"
+    assert board.loc["heading", "minutes from launch"] == pytest.approx(
+        walker["side_by_side"]["time_to_walk_s"] / 60.0, abs=0.05)
+    assert board.loc["heading", "its failed conditions"] == 0
+    # a recipe that never passes: its closest checkpoint is the fewest failed conditions tested
+    tested = wr.transitions_table({"short": short})
+    assert board.loc["short", "seeds passing"] == "0 of 3"
+    assert board.loc["short", "first passing"] == "none"
+    assert math.isnan(board.loc["short", "minutes from launch"])
+    assert board.loc["short", "its failed conditions"] == tested["failed conditions"].min()
+    assert board.loc["short", "tested checkpoints"] == len(tested)
+    closest = tested[tested["failed conditions"] == tested["failed conditions"].min()]
+    first_closest = closest.sort_values("iteration").iloc[0]
+    assert board.loc["short", "closest checkpoint"] == (
+        f"s{first_closest['seed']} model_{first_closest['iteration']}")
+    # a pass without training records has no clock
+    assert board.loc["axes", "seeds passing"] == "1 of 3"
+    assert math.isnan(board.loc["axes", "minutes from launch"])

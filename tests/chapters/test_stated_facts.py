@@ -1003,3 +1003,27 @@ def test_chapter_11_states_what_the_gait_watcher_cost_as_recorded():
     assert timed["CUDA MPS"] == "on" and 0.5 < timed["s added per test"] < 1.5
     assert abs(script["s added per test"]) < 0.5  # "the training alone nothing"
     assert_stated(text, stated, "chapter 11 does not state the gait watcher's cost as recorded")
+
+
+def test_chapter_11_states_the_lever_scoreboard_as_recorded():
+    from mjlab_microduck.book import walker_results as wr
+
+    recipes = [wr.WALKER_HEADING, wr.WALKER_TURNING, wr.WALKER_TURNING_SHORT,
+               wr.WALKER_TURNING_AXES, wr.WALKER_TURNING_AXES_8192,
+               wr.WALKER_TURNING_AXES_MORE_UPDATES, wr.WALKER_TURNING_AXES_WIDE_KL,
+               wr.WALKER_TURNING_AXES_FINE_YAW, wr.WALKER_TURNING_AXES_FAST_START,
+               wr.WALKER_TURNING_AXES_FAST_START_STANDING,
+               wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR]  # fmt: skip
+    board = wr.lever_scoreboard({r.name: wr.seed_runs(recipe=r) for r in recipes})
+    passing = board["seeds passing"].str.split(" of ").str[0].astype(int)
+    # "No recipe yet passes in most of its seeds within ten minutes"
+    assert not ((passing >= 2) & (board["minutes from launch"] <= 10)).any()
+    (most,) = board.index[passing >= 2]  # one recipe passes in two seeds of three
+    at = board.loc[most, "first passing"].split("model_")[1]
+    sooner = board[board["minutes from launch"] < board.loc[most, "minutes from launch"]]
+    assert not sooner.empty and (sooner["seeds passing"] == "1 of 3").all()
+    assert_stated(prose("11_time_to_walk.md"), [
+        "No recipe yet passes in most of its seeds within ten minutes",
+        f"the recipe that passes in two seeds of three first passes at model_{at}",
+        "the levers that pass sooner pass in one seed of three",
+    ], "chapter 11 does not state the scoreboard as its records")

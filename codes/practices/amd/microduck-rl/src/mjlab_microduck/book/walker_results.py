@@ -16,6 +16,7 @@ row per test and case; a test published both ways is read from its own folder.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -578,6 +579,34 @@ def update_table(
                 round(float(window["Perf/learning_time"].median()), 2),
         })  # fmt: skip
     return pd.DataFrame(rows).set_index("runs")
+
+
+def lever_scoreboard(groups: Mapping[str, Sequence[SeedRun]]) -> pd.DataFrame:
+    """One row per group of runs (label: a recipe or lever, in the order given): how many of
+    its seeds pass the whole gait test at some tested checkpoint, its closest checkpoint (fewest
+    failed conditions; the earliest of equals), and the passing checkpoint reached first with
+    the minutes from launch to it ("none" and NaN where none passes)."""
+    rows = []
+    for label, runs in groups.items():
+        tested = [(int(row["failed_conditions"]), int(row["iteration"]), run)
+                  for run in runs for _, row in run.progress().iterrows()]  # fmt: skip
+        failed, iteration, closest = min(tested, key=lambda hit: hit[:2])
+        # a recipe published by its gait tests alone has no clock: its passes count, unordered
+        passes = [(minutes if math.isfinite(minutes) else math.inf, at, run)
+                  for run in runs if (hit := first_passing(run)) is not None
+                  for at, minutes in [hit]]  # fmt: skip
+        minutes, at, first = min(passes, key=lambda hit: hit[:2]) if passes else (0, 0, None)
+        rows.append({
+            "lever": label,
+            "seeds passing": f"{len(passes)} of {len(runs)}",
+            "tested checkpoints": len(tested),
+            "closest checkpoint": f"s{closest.seed} model_{iteration}",
+            "its failed conditions": failed,
+            "first passing": f"s{first.seed} model_{at}" if first else "none",
+            "minutes from launch": round(minutes, 1) if first and math.isfinite(minutes)
+            else float("nan"),
+        })  # fmt: skip
+    return pd.DataFrame(rows).set_index("lever")
 
 
 NEAR_PASS_MAX_FAILED = 15
