@@ -591,20 +591,18 @@ def lever_scoreboard(groups: Mapping[str, Sequence[SeedRun]]) -> pd.DataFrame:
         tested = [(int(row["failed_conditions"]), int(row["iteration"]), run)
                   for run in runs for _, row in run.progress().iterrows()]  # fmt: skip
         failed, iteration, closest = min(tested, key=lambda hit: hit[:2])
-        # a recipe published by its gait tests alone has no clock: its passes count, unordered
-        passes = [(minutes if math.isfinite(minutes) else math.inf, at, run)
-                  for run in runs if (hit := first_passing(run)) is not None
-                  for at, minutes in [hit]]  # fmt: skip
-        minutes, at, first = min(passes, key=lambda hit: hit[:2]) if passes else (0, 0, None)
+        passes = [(run, *hit) for run in runs if (hit := first_passing(run)) is not None]
+        # a recipe published by its gait tests alone has no clock (NaN minutes): earliest first
+        first = min(passes, default=None,
+                    key=lambda p: (p[2] if math.isfinite(p[2]) else math.inf, p[1]))  # fmt: skip
         rows.append({
             "lever": label,
             "seeds passing": f"{len(passes)} of {len(runs)}",
             "tested checkpoints": len(tested),
             "closest checkpoint": f"s{closest.seed} model_{iteration}",
             "its failed conditions": failed,
-            "first passing": f"s{first.seed} model_{at}" if first else "none",
-            "minutes from launch": round(minutes, 1) if first and math.isfinite(minutes)
-            else float("nan"),
+            "first passing": f"s{first[0].seed} model_{first[1]}" if first else "none",
+            "minutes from launch": round(first[2], 1) if first else float("nan"),
         })  # fmt: skip
     return pd.DataFrame(rows).set_index("lever")
 
