@@ -37,6 +37,20 @@ def test_each_column_is_read_from_the_checkpoints_in_the_window(groups, case):
         moved = rows["case.max_displacement_m"]
         assert row["largest displacement, median (m)"] == round(moved.median(), 3)
         assert row["largest displacement, largest (m)"] == round(moved.max(), 3)
+    # a case without a yaw command has no yaw-rate column
+    assert "yaw rate / command, median" not in table.columns
+
+
+def test_a_turning_case_adds_the_slowest_seed_s_yaw_rate(groups):
+    table = ch.case_history_table(groups, "walk_turn_right", 400, 600)
+    for label, recipe in GROUPS.items():
+        rows = _case(recipe, "walk_turn_right", 400, 600)
+        assert table.loc[label, "yaw rate / command, median"] == round(
+            rows["case.mean_yaw_ratio"].median(), 2)
+    # the test's pass rule: a checkpoint below 0.8 fails the case
+    straight = {"straight": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START)}
+    row = ch.case_history_table(straight, "walk_turn_right", 400, 600).loc["straight"]
+    assert row["yaw rate / command, median"] < 0.8 and row["failed in"] > row["checkpoints"] / 2
 
 
 def test_fast_starts_halve_the_folds_at_0_4_and_cost_standing(groups):

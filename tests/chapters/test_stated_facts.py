@@ -901,6 +901,50 @@ def test_chapter_11_states_the_narrow_planar_term_as_recorded():
     assert chance["forward_0.3"] * chance["forward_0.4"] < 0.5  # "the less likely outcome"
 
 
+def test_chapter_11_states_the_straight_starts_as_recorded():
+    from mjlab_microduck.book import case_history as ch
+    from mjlab_microduck.book import walker_results as wr
+
+    text = prose("11_time_to_walk.md")
+    straight = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START)
+    earlier = {"axes": wr.WALKER_TURNING_AXES, "fast": wr.WALKER_TURNING_AXES_FAST_START,
+               "spared": wr.WALKER_TURNING_AXES_FAST_START_STANDING,
+               "planar": wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR}  # fmt: skip
+    groups = {label: wr.seed_runs(recipe=r) for label, r in earlier.items()}
+    groups["straight"] = straight
+    slow, heading, folds, turning = (ch.case_history_table(groups, case, 400, 600) for case in (
+        "forward_0.1", "forward_0.15", "forward_0.4", "walk_turn_right"))  # fmt: skip
+    yaw = turning["yaw rate / command, median"]
+    last = [int(run.progress()["failed_conditions"].iloc[-1]) for run in straight]
+    last_iteration = {int(run.progress()["iteration"].iloc[-1]) for run in straight}
+    minutes = max(float(run.progress()["minutes"].iloc[-1]) for run in straight)
+    assert [wr.first_passing(run) for run in straight] == [None, None, None]
+    assert slow.loc["straight", "failed in"] == 0 and yaw["straight"] < 0.8
+    assert max(last) <= 15 and min(last) == last[1]  # "seed 43's the fewest"
+    stated = [
+        f"trained {straight[0].stages[0][1].config['iterations']} iterations side by side on one "
+        "H200",
+        f"No checkpoint passes by model_{last_iteration.pop()}, the last, {minutes:.0f} minutes "
+        "after launch",
+        f"their last checkpoints fail {last[0]}, {last[1]} and {last[2]} conditions",
+        f"where the narrow planar term alone failed in {slow.loc['planar', 'failed in']} of "
+        f"{slow.loc['planar', 'checkpoints']}",
+        f"the largest move is {slow.loc['straight', 'largest displacement, median (m)']:.3f} m of "
+        "the 1 m asked",
+        f"The heading at 0.15 m/s still fails in {heading.loc['straight', 'failed in']} of "
+        f"{heading.loc['straight', 'checkpoints']}",
+        f"{folds.loc['straight', 'robots ended']} robots over "
+        f"{folds.loc['straight', 'checkpoints']} checkpoints end their run, against "
+        f"{folds.loc['planar', 'robots ended']} over {folds.loc['planar', 'checkpoints']}",
+        f"the slowest seed turns at {yaw['straight']:.2f} of the command",
+        f"turned at {yaw[['axes', 'fast', 'spared']].min():.2f}–"
+        f"{yaw[['axes', 'fast', 'spared']].max():.2f} and the term itself at "
+        f"{yaw['planar']:.2f}",
+    ]
+    assert folds.loc["straight", "failed in"] == folds.loc["straight", "checkpoints"]
+    assert_stated(text, stated, "chapter 11 does not state the straight starts as recorded")
+
+
 def test_chapter_11_states_what_the_manager_graphs_buy_as_recorded():
     from mjlab_microduck.book import walker_results as wr
 
@@ -1013,7 +1057,8 @@ def test_chapter_11_states_the_lever_scoreboard_as_recorded():
                wr.WALKER_TURNING_AXES_MORE_UPDATES, wr.WALKER_TURNING_AXES_WIDE_KL,
                wr.WALKER_TURNING_AXES_FINE_YAW, wr.WALKER_TURNING_AXES_FAST_START,
                wr.WALKER_TURNING_AXES_FAST_START_STANDING,
-               wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR]  # fmt: skip
+               wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR,
+               wr.WALKER_TURNING_AXES_STRAIGHT_START]  # fmt: skip
     board = wr.lever_scoreboard({r.name: wr.seed_runs(recipe=r) for r in recipes})
     passing = board["seeds passing"].str.split(" of ").str[0].astype(int)
     # "No recipe yet passes in most of its seeds within ten minutes"

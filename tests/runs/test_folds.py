@@ -220,6 +220,7 @@ def test_the_published_summary_records_fold_what_they_say():
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START),
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START_STANDING),
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR),
+                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_STRAIGHT_START),
                               }  # fmt: skip
     counts = {name: r.summary["runs"] for name, r in summaries.items()}
     assert counts == {results.RECIPE_REPLAYS: 5, results.PRESET_HISTORY: 28,
@@ -251,6 +252,9 @@ def test_the_published_summary_records_fold_what_they_say():
                       # every 25th checkpoint from 350, and 614; resumed, every 25th from 650,
                       # and 813: 20 per seed, but seed 43's resume stopped at its pass, model_675
                       wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR): 54,
+                      # every 25th checkpoint from 350, and 699, as the watcher kept up: 10 per
+                      # seed (it tests the newest saved checkpoint, so it skips some)
+                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_STRAIGHT_START): 30,
                       }  # fmt: skip
     for name, record in summaries.items():
         records.verify_artifacts(record, RESULTS / name)

@@ -39,7 +39,9 @@ def case_history_table(
     """Per group of runs (a row), over its gait-tested checkpoints from ``first_iteration`` to
     ``last_iteration``: how many there are, in how many ``case`` failed, how many robots ended
     their run in it (all checkpoints together), and the largest displacement of a robot in it
-    (median and largest over the checkpoints; for a standing case, how far a robot drifted)."""
+    (median and largest over the checkpoints; for a standing case, how far a robot drifted).
+    A case that commands a yaw rate adds its slowest seed's mean yaw rate over the command
+    (median over the checkpoints), which the test asks to be at least 0.8."""
     out = []
     for label, runs in groups.items():
         rows = [row for run in runs
@@ -48,12 +50,17 @@ def case_history_table(
             raise ValueError(f"{label}: no gait test from model_{first_iteration} to "
                              f"model_{last_iteration}")  # fmt: skip
         moved = pd.Series([float(r["max_displacement_m"]) for r in rows])
+        # per checkpoint, the test's row keeps the slowest seed's ratio (None without a yaw rate)
+        yaw = pd.Series([r["mean_yaw_ratio"] for r in rows], dtype=float)
+        turning = {} if yaw.isna().all() else {
+            "yaw rate / command, median": round(float(yaw.median()), 2)}
         out.append({
             "runs": label, "checkpoints": len(rows),
             "failed in": sum(not r["passed"] for r in rows),
             "robots ended": sum(int(r["terminations"]) for r in rows),
             "largest displacement, median (m)": round(float(moved.median()), 3),
             "largest displacement, largest (m)": round(float(moved.max()), 3),
+            **turning,
         })  # fmt: skip
     frame = pd.DataFrame(out).set_index("runs")
     frame.columns.name = case
