@@ -15,7 +15,7 @@ from mjlab_microduck.cli import COMMANDS, main
 
 SRC = Path(__file__).resolve().parents[2] / "codes" / "practices" / "amd" / "microduck-rl" / "src"
 EXPECTED = {"train", "replay", "gait-test", "gait-watch", "export", "recipe", "bench", "doctor",
-            "contact-check", "probe", "execute-book", "records"}  # fmt: skip
+            "contact-check", "graph-check", "probe", "execute-book", "records"}  # fmt: skip
 
 
 def _microduck(*args: str) -> subprocess.CompletedProcess:

@@ -1,5 +1,6 @@
-"""manager_graphs: mjlab's termination and reward managers replayed from graphs give, on a CPU
-through the recorded stand-in, exactly what plain calls give, in an env and in training."""
+"""manager_graphs: mjlab's termination and reward managers, and in the step scope every
+graph-safe call of an env step, replayed from graphs give, on a CPU through the recorded
+stand-in, exactly what plain calls give, in an env and in training."""
 
 from __future__ import annotations
 
@@ -135,7 +136,8 @@ def _largest_difference(a: list, b: list) -> float:
 def test_on_a_gpu_cuda_graphs_step_the_walker_as_plain_calls(graphs):
     """CUDA graphs (mode 1), 256 envs, 40 steps: both managers captured, none left eager, and
     replayed steps differ from plain ones no more than two plain runs differ from each other
-    (GPU physics need not repeat bit for bit), or by at most 1e-5."""
+    (GPU physics need not repeat bit for bit), or by at most 1e-5. The step scope's sibling is
+    in tests/jobs/test_graph_check.py."""
     graphs("0")
     plain = _steps(40, num_envs=256, device="cuda")
     again = _steps(40, num_envs=256, device="cuda")
@@ -183,26 +185,40 @@ def test_the_walkers_managers_index_by_slices_under_the_hook(graphs):
     assert manager_graphs.status().details.get("sliced_ids", 0) == 0
 
 
-def test_the_observation_manager_is_left_eager_for_its_buffers_write_position(monkeypatch):
-    """Its delay buffers keep a Python write position that moves on every call: the watched
-    calls see it change and keep the manager eager, and the values stay the plain ones."""
-    from mjlab.managers.observation_manager import ObservationManager
+@pytest.fixture
+def step_scope(graphs, monkeypatch):
+    """``graphs(mode)`` with the hook's ``step`` scope."""
+    monkeypatch.setenv(manager_graphs.SCOPE_VAR, "step")
+    yield graphs
+    monkeypatch.delenv(manager_graphs.SCOPE_VAR)
+
+
+def test_with_mjlabs_own_delay_buffers_their_callers_stay_eager(step_scope):
+    """mjlab's buffer moves a Python write position on every append: the watched calls see
+    it change and keep the actuators' writes and the observations eager, with the plain
+    values. The sync-free buffer keeps the newest frame in one slot, and both replay."""
+    from mjlab_microduck.compat import buffer_syncs
 
     plain = _steps(12)
-    monkeypatch.setenv(manager_graphs.ENV_VAR, "emulate")
-    manager_graphs.uninstall()
+    buffer_syncs.uninstall()
     try:
-        assert manager_graphs.install(manager_classes=(ObservationManager,)).active
+        step_scope("emulate")
         watched = _steps(12)
         details = manager_graphs.status().details
     finally:
-        manager_graphs.uninstall()
-        monkeypatch.delenv(manager_graphs.ENV_VAR)
-        manager_graphs.install()
+        buffer_syncs.install()
     assert "_pointer" in details["eager"]["ObservationManager"]
-    assert details["managers"] == 1 and details["replays"] == 0
+    assert "_pointer" in details["eager"]["Scene.write_data_to_sim"]
     for a, b in zip(plain, watched, strict=True):
         assert all(torch.equal(x, y) for x, y in zip(a[:5], b[:5], strict=True))
+
+
+def test_an_unknown_scope_is_one_clear_error_and_leaves_the_hook_off(graphs, monkeypatch):
+    monkeypatch.setenv(manager_graphs.SCOPE_VAR, "everything")
+    with pytest.raises(ValueError, match=r"MICRODUCK_GRAPH_SCOPE='everything': expected one"):
+        manager_graphs.scope()
+    status = graphs("emulate")
+    assert not status.active and status.reason.endswith("left off")
 
 
 def test_the_report_line_says_what_the_hook_did_and_reads_back_as_record_keys(graphs):
@@ -213,7 +229,7 @@ def test_the_report_line_says_what_the_hook_did_and_reads_back_as_record_keys(gr
     line = manager_graphs.report_line()
     assert manager_graphs.read_report(["noise", line, "more noise"]) == {
         "manager_graphs.graphs": 2, "manager_graphs.replays": 2 * (6 - 4),
-        "manager_graphs.managers": 2,
+        "manager_graphs.managers": 2, "manager_graphs.scope": "managers",
     }  # fmt: skip
     failed = manager_graphs.REPORT_PREFIX + (
         '{"graphs": 1, "replays": 9, "managers": 2, '
@@ -249,9 +265,11 @@ def test_on_a_cpu_mode_1_keeps_the_managers_eager(graphs):
     assert details["graphs"] == 0 and details["replays"] == 0 and details["managers"] == 0
 
 
-def test_training_with_replayed_managers_learns_the_same_policy(graphs):
+@pytest.mark.parametrize("scope", ["managers", "step"])
+def test_training_with_replayed_managers_learns_the_same_policy(graphs, monkeypatch, scope):
     """Three PPO iterations of rsl_rl's runner (random initial episode lengths, curricula):
-    the same actor and critic, parameter for parameter."""
+    the same actor and critic, parameter for parameter, in either scope."""
+    monkeypatch.setenv(manager_graphs.SCOPE_VAR, scope)
     from mjlab_microduck.jobs.bench import build_runner
 
     def learned(mode: str) -> list[torch.Tensor]:

@@ -80,3 +80,13 @@ def test_a_manager_graphs_mode_the_trainer_would_ignore_is_refused_in_one_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "MICRODUCK_MANAGER_GRAPHS='yes'" in err[0]
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_graph_scope_the_trainer_would_ignore_is_refused_in_one_line(
+    capsys, monkeypatch, tmp_path
+):
+    monkeypatch.setenv("MICRODUCK_GRAPH_SCOPE", "everything")
+    assert main(["--task", TASK_ID, "--logs-root", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "MICRODUCK_GRAPH_SCOPE='everything'" in err[0]
+    assert not (tmp_path / "runs").exists()

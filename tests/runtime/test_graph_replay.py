@@ -369,3 +369,71 @@ def test_a_cuda_graph_captures_on_the_envs_own_device(monkeypatch):
     backend = graph_replay.backend_for("cuda:1")
     assert isinstance(backend, graph_replay.CudaGraph)
     assert backend.device == torch.device("cuda", 1)
+
+
+class Sensor:
+    """A sensor-like object whose update marks its cache stale, and a reader that fills it."""
+
+    def __init__(self) -> None:
+        self.raw = torch.zeros(3)
+        self.cache_valid = False
+        self.cache = torch.zeros(3)
+
+    def update(self) -> None:
+        self.raw.add_(1.0)
+        self.cache_valid = False
+
+    def data(self) -> torch.Tensor:
+        if not self.cache_valid:
+            self.cache = self.raw * 10.0
+            self.cache_valid = True
+        return self.cache
+
+
+def test_a_flag_the_capture_found_already_set_is_set_again_on_every_replay():
+    """Updates run several times between reads: the capture's update finds the flag already
+    stale and changes nothing, yet every replay must leave it stale again, after a read filled
+    the cache, or the next read returns the old data."""
+
+    def drive(update) -> list[torch.Tensor]:
+        seen = []
+        for _ in range(6):
+            for _ in range(4):  # four physics substeps, one read per step
+                update()
+            seen.append(sensor.data().clone())
+        return seen
+
+    sensor = Sensor()
+    plain = drive(sensor.update)
+    sensor = Sensor()
+    call = GraphedCall(fn=lambda: sensor.update(), root=sensor,
+                       owns=lambda o: isinstance(o, Sensor), backend=RecordedOps())  # fmt: skip
+    replayed = drive(call)
+    assert call.replays > 0 and call.unsafe is None
+    assert [("cache_valid", False)] == [(slot[1], v) for slot, v in call.graphs[None].effects]
+    assert all(torch.equal(a, b) for a, b in zip(plain, replayed, strict=True))
+
+
+def test_a_dict_of_fresh_tensors_is_handed_out_anew_and_the_slot_caching_it_holds_it():
+    """An observation manager returns a dict of new tensors and keeps it as its last output:
+    each replay hands out a new dict of copies (an earlier step's stays as it was), and the
+    manager's cache is that dict."""
+
+    class Manager:
+        def __init__(self) -> None:
+            self.state = torch.arange(3.0)
+            self.last = None
+
+        def compute(self) -> dict[str, torch.Tensor]:
+            self.state.add_(1.0)
+            self.last = {"actor": self.state * 2.0, "critic": self.state + 0.5}
+            return self.last
+
+    manager = Manager()
+    call = GraphedCall(fn=manager.compute, root=manager,
+                       owns=lambda o: isinstance(o, Manager), backend=RecordedOps())  # fmt: skip
+    outputs = [call() for _ in range(7)]
+    assert call.replays == 3
+    assert outputs[-1] is manager.last and outputs[-2] is not outputs[-1]
+    for step, out in enumerate(outputs, start=1):  # each kept its own step's values
+        assert torch.equal(out["actor"], (torch.arange(3.0) + step) * 2.0), step

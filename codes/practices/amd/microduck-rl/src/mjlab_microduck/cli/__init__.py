@@ -52,6 +52,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "mjlab_microduck.cli.contact_check:main",
         "drop a sphere with MuJoCo Warp and check that it lands",
     ),
+    "graph-check": (
+        "mjlab_microduck.cli.graph_check:main",
+        "step an env plainly and replayed from graphs and compare every value",
+    ),
     "probe": (
         "mjlab_microduck.cli.probe:main",
         "probe interprocess GPU event reuse (ROCm 7.2 CLR bug)",

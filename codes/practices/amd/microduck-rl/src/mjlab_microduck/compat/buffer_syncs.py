@@ -12,6 +12,10 @@ actor's delayed observations add two questions per delayed term per step.
 Fix: the same values without the questions. ``append`` backfills the rows of a first push with
 ``torch.where`` over the whole buffer (a handful of values per env), and ``__getitem__`` always
 gathers each row's lag (the original's shortcut for "every lag is 0" returns the same values).
+``append`` also keeps the newest frame in slot 0 and rolls the older ones down, instead of moving
+a Python write position: the Python state then stays the same from call to call, so the
+actuators' and observations' calls can be replayed from graphs (``manager_graphs``); under a
+replay the hook's own ``appends`` and ``reads`` counts stop, as Python does not run.
 Before replacing anything, :func:`install` runs mjlab's own methods and the replacements side by
 side on a small CPU buffer, with appends, resets and lags, and replaces nothing unless every
 read agrees exactly.
@@ -52,8 +56,12 @@ def append(self: Any, data: Any) -> None:
         self._buffer = torch.empty(
             (self._max_len, *data.shape), dtype=data.dtype, device=self._device
         )
-    self._pointer = (self._pointer + 1) % self._max_len
-    self._buffer[self._pointer] = data
+    # The newest frame always goes to slot 0 and the older ones move one slot down (slot -k
+    # holds the frame k appends ago, as mjlab reads it from its pointer): the same reads, with
+    # a write position that stays put, which a captured graph can replay (``manager_graphs``).
+    self._pointer = 0
+    self._buffer.copy_(self._buffer.roll(-1, 0))
+    self._buffer[0] = data
     # Rows pushed for the first time since a reset get the frame in every slot (backfill).
     first_push = (self._num_pushes == 0).view(1, -1, *([1] * (data.dim() - 1)))
     torch.where(first_push, data.to(self._buffer.dtype).unsqueeze(0), self._buffer,

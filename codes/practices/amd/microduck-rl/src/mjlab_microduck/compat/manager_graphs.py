@@ -1,4 +1,5 @@
-"""mjlab's termination and reward managers replayed from captured graphs on an NVIDIA GPU.
+"""mjlab's termination and reward managers (and, by choice, the rest of an env step that can be)
+replayed from captured graphs on an NVIDIA GPU.
 
 Problem: after the physics substeps, mjlab computes terminations and rewards from hundreds of
 small PyTorch operators per env step (about 550 for the MicroDuck walker), each a kernel the
@@ -20,8 +21,12 @@ from call to call) stays eager and says why in :func:`status`.
 A term that branches on Python state that changes between steps (a step counter) would
 replay the branch taken at capture: the tests compare the walker's replays with plain calls on
 a CPU, step for step and through a training, and a new task deserves the same check
-(``MICRODUCK_MANAGER_GRAPHS=emulate``). The observation manager, whose delay buffers advance a
-Python write position every call, is one the hook must leave eager, and does (a test).
+(``MICRODUCK_MANAGER_GRAPHS=emulate``). One such branch is known and keyed: a sensor computes
+its data afresh or reads its cache, so each state of the sensors' cache flags gets its own
+graph (:func:`sensor_flags`). ``MICRODUCK_GRAPH_SCOPE=step`` (:data:`SCOPES`) also replays the
+observation manager, the actions and the scene's writes and updates of every physics substep;
+their delay buffers must then keep their write position still, which ``buffer_syncs`` does
+(with mjlab's own buffers the watched calls see the position move and stay eager, a test).
 
 ``MICRODUCK_MANAGER_GRAPHS`` picks the mode. ``auto`` (the default) is on where torch is a CUDA
 build with a GPU, where the graphs were measured to give the plain calls' values and to take a
@@ -101,17 +106,28 @@ def term_key(manager: Any) -> Hashable:
 
 
 def _graphed(original: Callable[..., Any]) -> Callable[..., Any]:
+    attr = f"{CALL_ATTR}_{original.__name__}"  # one call per method of the object
+
     @functools.wraps(original)
-    def compute(self: Any, *args: Any, **kwargs: Any) -> Any:
-        call = self.__dict__.get(CALL_ATTR, False)
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        call = self.__dict__.get(attr, False)
         if call is False:
-            call = self.__dict__[CALL_ATTR] = _new_call(self, original)
+            call = self.__dict__[attr] = _new_call(self, original)
         if call is None:
             return original(self, *args, **kwargs)
         call.arguments = (args, kwargs)
         return call()
 
-    return _hook.mark_wrapper(compute, FIX, original)
+    return _hook.mark_wrapper(method, FIX, original)
+
+
+def sensor_flags(scene: Any) -> tuple[bool, ...]:
+    """Whether each sensor of ``scene`` holds its data computed (mjlab's ``_cache_valid``). A
+    call that reads a sensor branches on it: it computes the data afresh or reads the cache
+    (after a reset, observations compute it; between resets, they read what the rewards left),
+    so each state of the flags gets its own graph."""
+    return tuple(bool(getattr(sensor, "_cache_valid", False))
+                 for sensor in getattr(scene, "_sensors", {}).values())  # fmt: skip
 
 
 ID_FIELDS = ("joint_ids", "body_ids", "geom_ids", "site_ids", "actuator_ids", "tendon_ids")
@@ -146,57 +162,96 @@ def slice_term_ids(manager: Any) -> int:
     return replaced
 
 
-def _new_call(manager: Any, original: Callable[..., Any]) -> Any:
-    env = manager._env
-    backend = graph_replay.backend_for(env.device, emulate=mode() == "emulate")
+def _new_call(owner: Any, original: Callable[..., Any]) -> Any:
+    # a manager reaches everything through its env; the scene is its own root
+    root = getattr(owner, "_env", owner)
+    scene = getattr(root, "scene", root)
+    backend = graph_replay.backend_for(str(root.device), emulate=mode() == "emulate")
     if backend is None:
         return None
-    _state.counts["sliced_ids"] += slice_term_ids(manager)
+    _state.counts["sliced_ids"] += slice_term_ids(owner)
 
     def fn() -> Any:
         args, kwargs = call.arguments
-        return original(manager, *args, **kwargs)
+        return original(owner, *args, **kwargs)
 
     def key() -> Hashable:
         args, kwargs = call.arguments
-        return (args, tuple(sorted(kwargs.items())), term_key(manager))
+        return (args, tuple(sorted(kwargs.items())), term_key(owner), sensor_flags(scene))
 
-    call = graph_replay.GraphedCall(fn=fn, root=env, owns=owns, backend=backend, key=key)
+    call = graph_replay.GraphedCall(fn=fn, root=root, owns=owns, backend=backend, key=key)
     call.arguments = ((), {})
-    call.manager = type(manager).__name__
+    # named by its class, and by its method where that is not ``compute``
+    call.manager = type(owner).__name__ + (
+        "" if original.__name__ == "compute" else f".{original.__name__}")
     _calls[id(call)] = call
     _state.counts["managers"] += 1
     return call
 
 
-def install(manager_classes: tuple[type, ...] | None = None) -> HookStatus:
-    """Wrap the managers' ``compute`` when :data:`ENV_VAR` asks for graphs. Idempotent.
+SCOPE_VAR = "MICRODUCK_GRAPH_SCOPE"
+SCOPES = {
+    "managers": (("mjlab.managers.termination_manager", "TerminationManager", "compute"),
+                 ("mjlab.managers.reward_manager", "RewardManager", "compute")),
+    "step": (("mjlab.managers.termination_manager", "TerminationManager", "compute"),
+             ("mjlab.managers.reward_manager", "RewardManager", "compute"),
+             ("mjlab.managers.observation_manager", "ObservationManager", "compute"),
+             ("mjlab.managers.action_manager", "ActionManager", "apply_action"),
+             ("mjlab.scene.scene", "Scene", "write_data_to_sim"),
+             ("mjlab.scene.scene", "Scene", "update")),
+}  # fmt: skip
+"""What the hook replays. ``managers`` (the default): the termination and reward managers, the
+scope measured on an H200. ``step``: also the observation manager, the actions applied every
+physics substep, and the scene's writes and updates around each substep, every call of an env
+step that neither reads the GPU back nor draws env ids (commands, events, resets and the
+raycasts still run eager); its replays give the plain calls' values on a CPU (the tests), and
+what it buys on a GPU is for a bench to measure."""
+DEFAULT_SCOPE = "managers"
 
-    Test seam: ``manager_classes`` (default mjlab's termination and reward managers)."""
+
+def scope() -> str:
+    """The requested scope from :data:`SCOPE_VAR` (:data:`DEFAULT_SCOPE` when unset);
+    ValueError on another."""
+    value = os.environ.get(SCOPE_VAR, DEFAULT_SCOPE)
+    if value not in SCOPES:
+        raise ValueError(f"{SCOPE_VAR}={value!r}: expected one of {', '.join(SCOPES)}")
+    return value
+
+
+def _targets(names: tuple[tuple[str, str, str], ...]) -> tuple[tuple[type, str], ...]:
+    import importlib
+
+    return tuple((getattr(importlib.import_module(module), cls), method)
+                 for module, cls, method in names)  # fmt: skip
+
+
+def install(targets: tuple[tuple[type, str], ...] | None = None) -> HookStatus:
+    """Wrap the calls of :data:`SCOPES` when :data:`ENV_VAR` asks for graphs. Idempotent.
+
+    Test seam: ``targets``, as (class, method) pairs (default: those of :func:`scope`)."""
     if _state.active():
         return _state.active()
     try:
         requested = mode()
+        chosen = scope()
     except ValueError as error:  # commands that take the variable refuse it (train's check)
         return _state.set(False, f"{error}; left off", {})
-    details: dict[str, Any] = {"mode": requested}
+    details: dict[str, Any] = {"mode": requested, "scope": chosen}
     if requested == "0":
         return _state.set(False, f"off ({ENV_VAR}=0): the managers launch every operator",
                           details)  # fmt: skip
     if requested == "auto" and (why := auto_reason()) is not None:
         return _state.set(False, f"off ({ENV_VAR}=auto): {why}", details)
-    if manager_classes is None:
-        from mjlab.managers.reward_manager import RewardManager
-        from mjlab.managers.termination_manager import TerminationManager
-
-        manager_classes = (TerminationManager, RewardManager)
-    for cls in manager_classes:
-        _state.patches.replace(cls, "compute", _graphed(cls.compute))
-    details["classes"] = [f"{c.__module__}.{c.__qualname__}" for c in manager_classes]
+    if targets is None:
+        targets = _targets(SCOPES[chosen])
+    for cls, method in targets:
+        _state.patches.replace(cls, method, _graphed(getattr(cls, method)))
+    details["calls"] = [f"{c.__module__}.{c.__qualname__}.{m}" for c, m in targets]
     how = ("the recorded CPU stand-in on every device" if requested == "emulate"
            else "CUDA graphs where torch has them for the env's device")  # fmt: skip
-    return _state.set(True, f"termination and reward managers replayed from graphs ({how})",
-                      details)  # fmt: skip
+    what = ("termination and reward managers" if chosen == "managers" else
+            "termination, reward and observation managers, actions and scene updates")
+    return _state.set(True, f"{what} replayed from graphs ({how})", details)
 
 
 def uninstall() -> None:
@@ -221,7 +276,8 @@ def report_line() -> str | None:
         return None
     details = current.details
     what = {key: details.get(key, 0) for key in ("graphs", "replays", "managers")}
-    return REPORT_PREFIX + json.dumps({**what, "eager": details.get("eager", {})})
+    return REPORT_PREFIX + json.dumps({**what, "scope": details.get("scope", DEFAULT_SCOPE),
+                                       "eager": details.get("eager", {})})  # fmt: skip
 
 
 def read_report(lines: list[str]) -> dict[str, Any]:
@@ -232,5 +288,7 @@ def read_report(lines: list[str]) -> dict[str, Any]:
         return {}
     report = json.loads(found[-1][len(REPORT_PREFIX):])
     flat = {f"{FIX}.{key}": report[key] for key in ("graphs", "replays", "managers")}
+    if "scope" in report:  # lines written before the scope existed name none
+        flat[f"{FIX}.scope"] = report["scope"]
     flat.update({f"{FIX}.eager.{name}": why for name, why in report["eager"].items()})
     return flat

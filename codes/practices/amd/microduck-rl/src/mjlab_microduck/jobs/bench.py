@@ -1414,6 +1414,7 @@ def _record_graphs(extra: dict[str, Any], prefix: str) -> None:
     details = manager_graphs.status().details
     extra[f"{prefix}.graphs"] = details.get("graphs", 0)
     extra[f"{prefix}.replays"] = details.get("replays", 0)
+    extra[f"{prefix}.scope"] = details.get("scope", manager_graphs.DEFAULT_SCOPE)
     for manager, why in details.get("eager", {}).items():
         extra[f"{prefix}.eager.{manager}"] = why
 

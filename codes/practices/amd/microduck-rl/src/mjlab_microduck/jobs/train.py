@@ -99,7 +99,8 @@ class TrainRequest:
                 raise ValueError(f"{flag} must be at least 1")
         if self.gpu_ids is not None and any(g < 0 for g in self.gpu_ids):
             raise ValueError(f"--gpu-ids {list(self.gpu_ids)}: GPU indices are 0 or more")
-        manager_graphs.mode()  # the trainer inherits the variable: refuse a value it ignores
+        manager_graphs.mode()  # the trainer inherits the variables: refuse a value it ignores
+        manager_graphs.scope()
         return self
 
     def gpu_list(self) -> list[int] | None:

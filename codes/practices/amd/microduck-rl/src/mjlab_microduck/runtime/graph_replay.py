@@ -349,6 +349,44 @@ def _signature(changed: dict[Slot, Any]) -> dict[Slot, Any]:
     return {slot: (v if isinstance(v, PLAIN) else type(v)) for slot, v in changed.items()}
 
 
+class AttributeWrites:
+    """Inside ``with``: every attribute set on ``objects`` (by ``self.x = ...``), as
+    ``(id(obj), name)`` in ``written``, whether or not the value changed. Each class of the
+    objects gets a recording ``__setattr__`` for the block, put back afterwards."""
+
+    def __init__(self, objects: list[Any]) -> None:
+        self.ids = {id(obj) for obj in objects}
+        self.classes = list(dict.fromkeys(type(obj) for obj in objects
+                                          if not isinstance(obj, dict)))  # fmt: skip
+        self.written: set[tuple[int, str]] = set()
+        self._saved: list[tuple[type, Any]] = []
+
+    def __enter__(self) -> AttributeWrites:
+        for cls in self.classes:
+            own = cls.__dict__.get("__setattr__")
+            original = cls.__setattr__
+
+            def record(obj: Any, name: str, value: Any, _original: Any = original) -> None:
+                if id(obj) in self.ids:
+                    self.written.add((id(obj), name))
+                _original(obj, name, value)
+
+            try:
+                cls.__setattr__ = record
+            except TypeError:  # a class that refuses new attributes (a C type) is not watched
+                continue
+            self._saved.append((cls, own))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for cls, own in reversed(self._saved):
+            if own is None:
+                del cls.__setattr__
+            else:
+                cls.__setattr__ = own
+        self._saved.clear()
+
+
 # --------------------------------------------------------------------------- the call
 
 
@@ -361,7 +399,7 @@ class Captured:
     inputs: list[tuple[Slot, Any]]  # the tensor the graph reads, by the slot it was in
     rebound: list[tuple[Slot, Any]]  # the graph's tensor the call left in a slot
     effects: list[tuple[Slot, Any]]  # any other value the call left in a slot
-    fresh_output: bool = False  # the output is a tensor the graph made (not one it wrote into)
+    fresh_output: tuple[bool, ...] = ()  # per tensor of the output: one the graph made
 
 
 @dataclass
@@ -389,6 +427,7 @@ class GraphedCall:
     replays: int = 0
     unsafe: str | None = None
     _last_effect: dict[Hashable, dict] = field(default_factory=dict)
+    _set_plain: dict[Hashable, set] = field(default_factory=dict)
 
     def objects(self) -> dict[Path, Any]:
         return reachable(self.root, self.owns)
@@ -414,7 +453,8 @@ class GraphedCall:
         that reads from the host or copies to the device."""
         objects = self.objects()
         before = snapshot(objects)
-        with HostTraffic() if last else contextlib.nullcontext() as traffic:
+        with (HostTraffic() if last else contextlib.nullcontext() as traffic,
+              AttributeWrites(list(objects.values())) as writes):
             output = self.fn()
         if traffic is not None and self.unsafe is None and (why := traffic.why()) is not None:
             self.unsafe = why
@@ -428,10 +468,18 @@ class GraphedCall:
         if differ:
             self.unsafe = f"it sets other values on every call ({', '.join(differ[:3])})"
         self._last_effect[key] = effect
+        # every plain attribute the call sets, changed or not (a flag it sets to the value it
+        # held): a replay must set it again
+        paths = {id(obj): path for path, obj in objects.items()}
+        after = snapshot(objects)
+        self._set_plain.setdefault(key, set()).update(
+            slot for obj_id, name in writes.written
+            if isinstance(after.get(slot := (paths[obj_id], name)), PLAIN))  # fmt: skip
         return output
 
     def _capture(self, key: Hashable) -> Any:
         import torch
+        from torch.utils._pytree import tree_flatten
 
         objects = self.objects()
         before = snapshot(objects)
@@ -444,13 +492,20 @@ class GraphedCall:
                 return error.output
             _undo(objects, before)  # nothing ran: undo Python's half
             return self.fn()
-        changed = changes(before, snapshot(objects))
+        after = snapshot(objects)
+        changed = changes(before, after)
+        # A flag a watched call set (a sensor's cache marked stale) may already hold that
+        # value when the capture runs, so the capture sees no change; the call still sets it,
+        # and so must every replay, after code outside has set it otherwise.
+        changed.update({slot: after[slot] for slot in self._set_plain.get(key, ())
+                        if slot not in changed and isinstance(after.get(slot), PLAIN)})
         inputs = [(slot, value) for slot, value in before.items()
                   if isinstance(value, torch.Tensor) and id(value) in witness.read]  # fmt: skip
         rebound = [(s, v) for s, v in changed.items() if isinstance(v, torch.Tensor)]
         effects = [(s, v) for s, v in changed.items() if not isinstance(v, torch.Tensor)]
         existing = {id(v) for v in before.values() if isinstance(v, torch.Tensor)}
-        fresh = isinstance(output, torch.Tensor) and id(output) not in existing
+        fresh = tuple(isinstance(leaf, torch.Tensor) and id(leaf) not in existing
+                      for leaf in tree_flatten(output)[0])  # fmt: skip
         captured = Captured(graph, output, inputs, rebound, effects, fresh)
         self.graphs[key] = captured
         return self._hand_out(captured)
@@ -459,12 +514,22 @@ class GraphedCall:
         """Put the call's Python effects back and return its output. A tensor the graph made is
         handed out as a copy, as a plain call hands out a fresh tensor each time and holders
         of the last one (a log dict kept for the iteration's means) keep theirs; the graph's
-        own memory stays the graph's."""
+        own memory stays the graph's. An output of several tensors (a dict of observation
+        groups) is handed out as a new one, and a slot the call left it in (the manager's
+        cache of its last output) holds what was handed out."""
+        from torch.utils._pytree import tree_flatten, tree_unflatten
+
         for (path, name), tensor in captured.rebound:
             _put(resolve(self.root, path), name, tensor.clone())
+        leaves, spec = tree_flatten(captured.output)
+        output = captured.output
+        if any(captured.fresh_output):
+            copies = [leaf.clone() if fresh else leaf
+                      for leaf, fresh in zip(leaves, captured.fresh_output, strict=True)]
+            output = tree_unflatten(copies, spec)
         for (path, name), value in captured.effects:
-            _put(resolve(self.root, path), name, value)
-        return captured.output.clone() if captured.fresh_output else captured.output
+            _put(resolve(self.root, path), name, output if value is captured.output else value)
+        return output
 
     def _replay(self, captured: Captured) -> Any:
         try:
