@@ -55,7 +55,15 @@ def fenced_commands() -> list[tuple[str, str]]:
 
 def parser_of(subcommand: str):
     """The type a subcommand's tyro parse takes, as its ``cli`` module passes it."""
-    from mjlab_microduck.jobs import bench, gait_test, gait_watch, recipe, replay, train
+    from mjlab_microduck.jobs import (
+        bench,
+        gait_test,
+        gait_watch,
+        graph_check,
+        recipe,
+        replay,
+        train,
+    )
     from mjlab_microduck.runtime import contact_check, doctor, ipc_probe
 
     return {
@@ -63,6 +71,7 @@ def parser_of(subcommand: str):
         "bench": bench.BenchRequest,
         "doctor": doctor.DoctorRequest,
         "contact-check": contact_check.ContactCheckRequest,
+        "graph-check": graph_check.GraphCheckRequest,
         "gait-test": tyro.conf.OmitArgPrefixes[gait_test.GaitTestCli],
         "gait-watch": gait_watch.GaitWatchRequest,
         "probe": ipc_probe.ProbeRequest,

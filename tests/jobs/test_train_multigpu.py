@@ -72,21 +72,13 @@ def test_a_default_request_trains_the_books_task():
     assert TrainRequest(name="t").task == TASK_ID
 
 
-def test_a_manager_graphs_mode_the_trainer_would_ignore_is_refused_in_one_line(
-    capsys, monkeypatch, tmp_path
+@pytest.mark.parametrize(("var", "value"), [("MICRODUCK_MANAGER_GRAPHS", "yes"),
+                                          ("MICRODUCK_GRAPH_SCOPE", "everything")])
+def test_a_graphs_variable_the_trainer_would_ignore_is_refused_in_one_line(
+    capsys, monkeypatch, tmp_path, var, value
 ):
-    monkeypatch.setenv("MICRODUCK_MANAGER_GRAPHS", "yes")
+    monkeypatch.setenv(var, value)
     assert main(["--task", TASK_ID, "--logs-root", str(tmp_path / "runs")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "MICRODUCK_MANAGER_GRAPHS='yes'" in err[0]
-    assert not (tmp_path / "runs").exists()
-
-
-def test_a_graph_scope_the_trainer_would_ignore_is_refused_in_one_line(
-    capsys, monkeypatch, tmp_path
-):
-    monkeypatch.setenv("MICRODUCK_GRAPH_SCOPE", "everything")
-    assert main(["--task", TASK_ID, "--logs-root", str(tmp_path / "runs")]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "MICRODUCK_GRAPH_SCOPE='everything'" in err[0]
+    assert len(err) == 1 and f"{var}={value!r}" in err[0]
     assert not (tmp_path / "runs").exists()

@@ -38,13 +38,14 @@ recorded CPU stand-in on any device, to check on a CPU that replays give the pla
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import itertools
 import json
 import os
 import weakref
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 from mjlab_microduck.compat import _hook
@@ -257,6 +258,29 @@ def install(targets: tuple[tuple[type, str], ...] | None = None) -> HookStatus:
 def uninstall() -> None:
     _state.reset()
     _calls.clear()
+
+
+@contextlib.contextmanager
+def installed(requested: str, chosen: str | None = None) -> Iterator[None]:
+    """The hook installed in mode ``requested`` (and scope ``chosen``, or the one set) inside;
+    the variables and the hook as they were after."""
+    names = (ENV_VAR, SCOPE_VAR)
+    kept = {var: os.environ.get(var) for var in names}
+    os.environ[ENV_VAR] = requested
+    if chosen is not None:
+        os.environ[SCOPE_VAR] = chosen
+    uninstall()
+    install()
+    try:
+        yield
+    finally:
+        uninstall()
+        for var, value in kept.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
+        install()
 
 
 def status() -> HookStatus:

@@ -929,25 +929,12 @@ def hook_out(name: str) -> Iterator[None]:
         hook.install()
 
 
-@contextlib.contextmanager
-def manager_graphs_on() -> Iterator[None]:
+def manager_graphs_on() -> contextlib.AbstractContextManager[None]:
     """The ``manager_graphs`` hook on inside (``MICRODUCK_MANAGER_GRAPHS=1``), the
     variable and the hook as they were after."""
     from mjlab_microduck.compat import manager_graphs
 
-    kept = os.environ.get(manager_graphs.ENV_VAR)
-    os.environ[manager_graphs.ENV_VAR] = "1"
-    manager_graphs.uninstall()
-    manager_graphs.install()
-    try:
-        yield
-    finally:
-        manager_graphs.uninstall()
-        if kept is None:
-            del os.environ[manager_graphs.ENV_VAR]
-        else:
-            os.environ[manager_graphs.ENV_VAR] = kept
-        manager_graphs.install()
+    return manager_graphs.installed("1")
 
 
 def mjlab_buffers() -> contextlib.AbstractContextManager[None]:

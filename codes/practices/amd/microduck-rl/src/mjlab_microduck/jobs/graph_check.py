@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -95,27 +93,6 @@ class GraphCheckResult:
                 f"against {self.spread:.3g} between plain runs{eager}")  # fmt: skip
 
 
-@contextlib.contextmanager
-def hook_as(mode: str, scope: str) -> Iterator[None]:
-    """The ``manager_graphs`` hook installed in ``mode`` and ``scope`` inside; the variables
-    and the hook as they were after."""
-    kept = {var: os.environ.get(var) for var in (manager_graphs.ENV_VAR, manager_graphs.SCOPE_VAR)}
-    os.environ[manager_graphs.ENV_VAR] = mode
-    os.environ[manager_graphs.SCOPE_VAR] = scope
-    manager_graphs.uninstall()
-    manager_graphs.install()
-    try:
-        yield
-    finally:
-        manager_graphs.uninstall()
-        for var, value in kept.items():
-            if value is None:
-                os.environ.pop(var, None)
-            else:
-                os.environ[var] = value
-        manager_graphs.install()
-
-
 def env_steps(request: GraphCheckRequest) -> list[list[Any]]:
     """Every step's actor and critic observations, rewards, terminations, time-outs and
     logged metrics, cloned, under random actions that make robots fall and reset."""
@@ -163,11 +140,11 @@ def largest_difference(a: list[list[Any]], b: list[list[Any]]) -> float:
 
 def compare(request: GraphCheckRequest) -> GraphCheckResult:
     """Run the env plainly twice and once replayed in the request's scope, and compare."""
-    with hook_as("0", request.scope):
+    with manager_graphs.installed("0", request.scope):
         plain = env_steps(request)
         again = env_steps(request)
     replay_mode = "emulate" if request.device == "cpu" else "1"
-    with hook_as(replay_mode, request.scope):
+    with manager_graphs.installed(replay_mode, request.scope):
         replayed = env_steps(request)
         details = manager_graphs.status().details
     return GraphCheckResult(
