@@ -354,6 +354,10 @@ def test_each_task_reaches_its_presets_terms_and_nothing_else():
             "commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
             "standing_stages": tuning.UPSTREAM_STANDING, "heading": None, "turn_in_place": None,
             "single_axis": None, "fast_start": None, "fine_planar": None},
+        "walker_turning_axes_straight_start_fine_yaw": {
+            "commands": tuning.FORWARD_COMMANDS, "mirror_symmetry": False,
+            "standing_stages": tuning.UPSTREAM_STANDING, "heading": None, "turn_in_place": None,
+            "single_axis": None, "fast_start": None, "fine_planar": None, "fine_yaw": None},
     }
     for preset in tuning.CANDIDATE_PRESETS:
         back = replace(preset, name="forward_tracking", **undo[preset.name])

@@ -37,6 +37,7 @@ BUILT_ON: dict[str, tuning.VelocityTuning | None] = {
     "walker_turning_axes_fast_start_standing": tuning.WALKER_TURNING_AXES_FAST_START,
     "walker_turning_axes_fast_start_fine_planar": tuning.WALKER_TURNING_AXES_FAST_START_STANDING,
     "walker_turning_axes_straight_start": tuning.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR,
+    "walker_turning_axes_straight_start_fine_yaw": tuning.WALKER_TURNING_AXES_STRAIGHT_START,
 }  # fmt: skip
 """The preset each one was derived from (None: the upstream figures); the registered levers not
 trained yet too, so that their row reads the same once they are."""
