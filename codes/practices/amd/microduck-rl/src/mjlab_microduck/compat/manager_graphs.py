@@ -191,11 +191,11 @@ def _new_call(owner: Any, original: Callable[..., Any]) -> Any:
 
 
 SCOPE_VAR = "MICRODUCK_GRAPH_SCOPE"
+_MANAGERS = (("mjlab.managers.termination_manager", "TerminationManager", "compute"),
+             ("mjlab.managers.reward_manager", "RewardManager", "compute"))
 SCOPES = {
-    "managers": (("mjlab.managers.termination_manager", "TerminationManager", "compute"),
-                 ("mjlab.managers.reward_manager", "RewardManager", "compute")),
-    "step": (("mjlab.managers.termination_manager", "TerminationManager", "compute"),
-             ("mjlab.managers.reward_manager", "RewardManager", "compute"),
+    "managers": _MANAGERS,
+    "step": (*_MANAGERS,
              ("mjlab.managers.observation_manager", "ObservationManager", "compute"),
              ("mjlab.managers.action_manager", "ActionManager", "apply_action"),
              ("mjlab.scene.scene", "Scene", "write_data_to_sim"),

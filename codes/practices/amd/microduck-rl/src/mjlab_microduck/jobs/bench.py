@@ -907,7 +907,9 @@ def fix_context(case: FixCase) -> Iterator[None]:
         with hook_out(case.mode):
             yield
     elif case.mode == "graphs":
-        with manager_graphs_on():
+        from mjlab_microduck.compat import manager_graphs
+
+        with manager_graphs.installed("1"):  # MICRODUCK_MANAGER_GRAPHS=1, then as it was
             yield
     elif case.mode == "eager_managers":
         with hook_out("manager_graphs"):
@@ -927,14 +929,6 @@ def hook_out(name: str) -> Iterator[None]:
         yield
     finally:
         hook.install()
-
-
-def manager_graphs_on() -> contextlib.AbstractContextManager[None]:
-    """The ``manager_graphs`` hook on inside (``MICRODUCK_MANAGER_GRAPHS=1``), the
-    variable and the hook as they were after."""
-    from mjlab_microduck.compat import manager_graphs
-
-    return manager_graphs.installed("1")
 
 
 def mjlab_buffers() -> contextlib.AbstractContextManager[None]:

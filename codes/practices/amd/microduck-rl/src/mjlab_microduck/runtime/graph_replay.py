@@ -458,7 +458,8 @@ class GraphedCall:
             output = self.fn()
         if traffic is not None and self.unsafe is None and (why := traffic.why()) is not None:
             self.unsafe = why
-        effect = _signature(changes(before, snapshot(objects)))
+        after = snapshot(objects)
+        effect = _signature(changes(before, after))
         previous = self._last_effect.get(key, {})
         # A slot set on both calls to other plain values is a counter (a ring buffer's write
         # position), which a replay would freeze. A slot set on one call only is a lazy cache
@@ -471,7 +472,6 @@ class GraphedCall:
         # every plain attribute the call sets, changed or not (a flag it sets to the value it
         # held): a replay must set it again
         paths = {id(obj): path for path, obj in objects.items()}
-        after = snapshot(objects)
         self._set_plain.setdefault(key, set()).update(
             slot for obj_id, name in writes.written
             if isinstance(after.get(slot := (paths[obj_id], name)), PLAIN))  # fmt: skip
