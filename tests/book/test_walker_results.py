@@ -474,7 +474,7 @@ def test_a_recipe_published_by_its_gait_tests_alone_has_no_clock():
 
 def test_every_recipe_says_the_env_count_and_the_gpu_its_training_records_ran():
     recipes = [v for v in vars(wr).values() if isinstance(v, wr.Recipe)]
-    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 17
+    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 18
     checked = 0
     for recipe in recipes:
         for stage in recipe.stages:
@@ -486,9 +486,9 @@ def test_every_recipe_says_the_env_count_and_the_gpu_its_training_records_ran():
                     # the name's first word is the card the provenance names
                     assert f"NVIDIA {recipe.machine.upper()}" in record.provenance.device_name
                     checked += 1
-    # WALKER and WALKER_TURNING_AXES_FAST_START_FINE_PLANAR: 2 stages x 3 seeds; 10 recipes x
+    # WALKER and WALKER_TURNING_AXES_FAST_START_FINE_PLANAR: 2 stages x 3 seeds; 11 recipes x
     # 3 seeds; three seeds alone
-    assert checked == 45
+    assert checked == 48
     assert wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR.machine == "h100"
 
 

@@ -221,6 +221,8 @@ def test_the_published_summary_records_fold_what_they_say():
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START_STANDING),
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR),
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES_STRAIGHT_START),
+                              wr.gait_history_folder(
+                                  wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW),
                               }  # fmt: skip
     counts = {name: r.summary["runs"] for name, r in summaries.items()}
     assert counts == {results.RECIPE_REPLAYS: 5, results.PRESET_HISTORY: 28,
@@ -255,6 +257,10 @@ def test_the_published_summary_records_fold_what_they_say():
                       # every 25th checkpoint from 350, and 699, as the watcher kept up: 10 per
                       # seed (it tests the newest saved checkpoint, so it skips some)
                       wr.gait_history_folder(wr.WALKER_TURNING_AXES_STRAIGHT_START): 30,
+                      # every 25th checkpoint from 350, as the watcher kept up, to each
+                      # seed's pass (43: 450, 44: 500) and the checkpoint saved before its
+                      # training stopped; seed 42 to model_599
+                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW): 24,
                       }  # fmt: skip
     for name, record in summaries.items():
         records.verify_artifacts(record, RESULTS / name)

@@ -64,7 +64,8 @@ TABLE_PRESETS = (tuning.UPSTREAM, tuning.BOOK, tuning.GAIT_SLOW, tuning.STEPPING
                  tuning.WALKER_TURNING_AXES_FAST_START,
                  tuning.WALKER_TURNING_AXES_FAST_START_STANDING,
                  tuning.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR,
-                 tuning.WALKER_TURNING_AXES_STRAIGHT_START)  # fmt: skip
+                 tuning.WALKER_TURNING_AXES_STRAIGHT_START,
+                 tuning.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)  # fmt: skip
 ENV_COUNT_LEVERS = {
     walker_results.WALKER_TURNING_AXES_8192.name: (
         walker_results.WALKER_TURNING_AXES_8192, walker_results.WALKER_TURNING_AXES)
@@ -75,7 +76,8 @@ LEVERS = ("walker_turning", "walker_turning_short", "walker_turning_axes",
           "walker_turning_axes_more_updates", "walker_turning_axes_wide_kl",
           "walker_turning_axes_fine_yaw", "walker_turning_axes_fast_start",
           "walker_turning_axes_fast_start_standing", "walker_turning_axes_fast_start_fine_planar",
-          "walker_turning_axes_straight_start", *ENV_COUNT_LEVERS)  # fmt: skip
+          "walker_turning_axes_straight_start", "walker_turning_axes_straight_start_fine_yaw",
+          *ENV_COUNT_LEVERS)  # fmt: skip
 """Levers tried on the recipe that passes: their rows need their runs (``preset_table``)."""
 STANDS_BELOW_M = 0.05
 """A preset whose largest 4 s displacement stays below this "stands"."""

@@ -93,7 +93,8 @@ WALKER_TURNING_RUNS = (*recipe_runs(wr.WALKER_TURNING),
                        *recipe_runs(wr.WALKER_TURNING_AXES_FAST_START),
                        *recipe_runs(wr.WALKER_TURNING_AXES_FAST_START_STANDING),
                        *recipe_runs(wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR),
-                       *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START))  # fmt: skip
+                       *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START),
+                       *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW))  # fmt: skip
 WALKER_CI_GAIT = "cpu_walker_heading_gait_s42_model_999"
 """The published walker's gait test on a CPU at ci size (``walker.json``'s ``ci_gait_record``)."""
 
@@ -184,7 +185,7 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
     ChapterRuns(
         "notebooks/11_time_to_walk", "Time to walk",
         (*WALKER_HEADING_RUNS, *WALKER_HEADING_ALONE_RUNS, *WALKER_TURNING_RUNS, wr.ENVS_BENCH,
-         *wr.GRAPHS_BENCHES, *start_folds.START_TESTS.values(),
+         *wr.GRAPHS_BENCHES, wr.H100_FINE_YAW_BENCH, *start_folds.START_TESTS.values(),
          *start_folds.FINE_PLANAR_START_TESTS.values(),
          wr.stage_folder(wr.WALKER, "resume", 42)),
         "The recipe that passes and every lever tried on it (`walker_results.seed_runs`): "
@@ -195,7 +196,9 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
         "command errors (`heading_hold`); the start tests' robots that end their run "
         "(`start_folds.fold_table`); the walker task's PPO iteration alone by env count "
         "(`walker_results.time_budget_table`), and at 4096 envs with the managers eager and "
-        "replayed from graphs (`walker_results.GRAPHS_BENCHES`); exercise 5 start-tests "
+        "replayed from graphs (`walker_results.GRAPHS_BENCHES`), and the last lever's "
+        "iteration alone on its H100 (`walker_results.H100_FINE_YAW_BENCH`); exercise 5 "
+        "start-tests "
         "`WALKER`'s seed 42.",
     ),
     ChapterRuns(

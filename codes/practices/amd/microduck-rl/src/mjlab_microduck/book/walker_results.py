@@ -144,6 +144,15 @@ WALKER_TURNING_AXES_STRAIGHT_START = Recipe(
     "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningAxesStraightStartTuning",
     ("main",),
 )
+# WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW: STRAIGHT_START plus FINE_YAW's narrow yaw-rate
+# term beside the wide one (tasks/tuning.py). Trained side by side on one H100 (4096 envs each,
+# 600 iterations), the watcher stopping each seed at its first pass.
+WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW = Recipe(
+    "walker_turning_axes_straight_start_fine_yaw",
+    "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningAxesStraightStartFineYawTuning",
+    ("main",),
+    machine="h100",
+)
 WALKER_TASK = WALKER.task
 CANDIDATE_GAIT_TEST = "h200_walker_gait_s42_model_550"
 """The gait test of the walker recipe's candidate, kept whole beside the recipe's gait history:
@@ -155,6 +164,10 @@ GRAPHS_BENCHES = ("h200_walker_training_graphs0", "h200_walker_training_graphs1"
 """The walker task's PPO iteration alone at 4096 envs on one H200, measured twice in one session:
 with the termination and reward managers launched operator by operator, and replayed from CUDA
 graphs (``MICRODUCK_MANAGER_GRAPHS`` 0 and 1, chapter 2)."""
+H100_FINE_YAW_BENCH = "h100_walker_training_scope_managers"
+"""The PPO iteration of WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's task alone at 4096 envs on
+one H100, the managers replayed from graphs (``MICRODUCK_GRAPH_SCOPE=managers``), measured on
+the machine that trained its seeds, before them."""
 TIME_TO_WALK_TARGET_S = 600.0
 """The time to walk the book aims at: 10 minutes from launch on one GPU."""
 COMPILE_KEYS = warp_log.COMPILED_KEYS
