@@ -26,6 +26,42 @@ def test_the_step_scope_replays_every_graph_safe_call_of_a_step_exactly():
     assert manager_graphs.status().details.get("scope", "managers") == "managers"
 
 
+def _run(*rewards, logged=("a",)):
+    """A run of env steps whose rewards are ``rewards`` (one list per step)."""
+    return [{"rewards": torch.tensor(r), **{f"logged {k}": torch.tensor(0.0) for k in logged}}
+            for r in rewards]  # fmt: skip
+
+
+def test_a_failure_names_the_first_step_that_parts_beyond_the_plain_runs_own_noise():
+    plain = _run([0.0, 1.0], [0.0, 1.0], [0.0, 1.0], [5.0, 1.0])
+    again = _run([0.0, 1.0], [0.0, 1.0], [0.0, 1.0], [2.0, 1.0])  # the plain runs part at 3
+    # the replay parts at step 1 (0.5 over no noise); at step 3 within the noise (1 < 3)
+    replayed = _run([0.0, 1.0], [0.0, 1.5], [0.0, 1.0], [4.0, 1.0])
+    assert graph_check.first_parting(plain, again, replayed) == (1, "rewards: 1 against 1.5")
+    assert graph_check.first_parting(plain, again, again) is None
+    gaps = graph_check.step_differences(plain, replayed)
+    assert [gap for gap, _ in gaps] == [0.0, 0.5, 0.0, 1.0]
+
+
+def test_steps_that_hold_other_metrics_nans_or_more_steps_part_infinitely():
+    plain = _run([0.0], [1.0])
+    other_metric = _run([0.0], [1.0], logged=("b",))
+    assert graph_check.step_differences(plain, other_metric)[0] == (
+        float("inf"), "only one run has logged a, logged b")
+    nan = _run([0.0], [float("nan")])
+    assert graph_check.step_differences(plain, nan)[1] == (float("inf"), "rewards: 1 against nan")
+    assert graph_check.step_differences(nan, nan)[1][0] == 0.0  # NaN on both sides agrees
+    longer = _run([0.0], [1.0], [2.0])
+    assert graph_check.step_differences(plain, longer)[-1] == (
+        float("inf"), "one run has more steps")
+    result = graph_check.GraphCheckResult(
+        device="cuda:0", scope="step", num_envs=4, steps=8, resets=0, calls=6, graphs=7,
+        replays=20, spread=0.0, difference=float("inf"), parted_at=1,
+        parted="rewards: 1 against nan")
+    assert not result.passed
+    assert result.line().endswith("; parts at step 1: rewards: 1 against nan")
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU (torch.cuda); its CPU "
                     "sibling is test_the_step_scope_replays_every_graph_safe_call_of_a_step_"

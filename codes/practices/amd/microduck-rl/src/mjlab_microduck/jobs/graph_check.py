@@ -4,10 +4,12 @@ Problem: the ``manager_graphs`` hook replays kernels, not Python. Its CPU stand-
 Python bookkeeping value for value (the tests), but what only a GPU's own graphs can get wrong
 (their memory, their stream) shows only on that GPU, which has no test runner. This job steps a
 task's env with the same random actions three times, twice with plain calls and once with the
-hook's scope replayed, and compares every observation, reward, termination and logged metric.
-Replayed steps pass when they differ from plain ones no more than two plain runs differ from each
-other (GPU physics need not repeat bit for bit), or by at most :data:`TOLERANCE`, and when every
-call of the scope was captured and replayed (none left eager).
+hook's scope replayed, and compares every observation, reward, termination and logged metric,
+step by step. A replayed step passes when it differs from the plain one no more than the two
+plain runs differ at that step (GPU physics need not repeat bit for bit, and random actions make
+the runs part as robots fall), or by at most :data:`TOLERANCE`; the check passes when every step
+does and every call of the scope was captured and replayed (none left eager). A failure names
+the first step that parts and what parted there, which is where to look.
 
 On a CPU the hook's recorded stand-in (``emulate``) replays; elsewhere the device's graphs
 (``MICRODUCK_MANAGER_GRAPHS=1``). The hook's variables are put back afterwards.
@@ -78,22 +80,34 @@ class GraphCheckResult:
     """largest difference between the two plain runs"""
     difference: float = 0.0
     """largest difference between the replayed run and the first plain one"""
+    parted_at: int | None = None
+    """the first step (0-based) whose replayed values differ from the plain ones more than the
+    plain runs differ there (None: none does)"""
+    parted: str = ""
+    """what parted there, e.g. ``rewards: 0.31 against 0`` or ``logged metrics: ...``"""
 
     @property
     def passed(self) -> bool:
         return (not self.eager and self.graphs > 0 and self.replays > 0
-                and self.difference <= max(self.spread, TOLERANCE))  # fmt: skip
+                and self.parted_at is None)  # fmt: skip
 
     def line(self) -> str:
         verdict = "PASS" if self.passed else "FAIL"
         eager = f", eager: {self.eager}" if self.eager else ""
+        parted = ("" if self.parted_at is None
+                  else f"; parts at step {self.parted_at}: {self.parted}")  # fmt: skip
         return (f"{verdict}: scope {self.scope} on {self.device}, {self.num_envs} envs x "
                 f"{self.steps} steps ({self.resets} resets): {self.calls} calls, {self.graphs} "
                 f"graphs, {self.replays} replays; largest difference {self.difference:.3g} "
-                f"against {self.spread:.3g} between plain runs{eager}")  # fmt: skip
+                f"against {self.spread:.3g} between plain runs{parted}{eager}")  # fmt: skip
 
 
-def env_steps(request: GraphCheckRequest) -> list[list[Any]]:
+Step = dict[str, Any]
+"""One env step's values by name: observations, rewards, terminations, time-outs and each logged
+metric (``logged <key>``)."""
+
+
+def env_steps(request: GraphCheckRequest) -> list[Step]:
     """Every step's actor and critic observations, rewards, terminations, time-outs and
     logged metrics, cloned, under random actions that make robots fall and reset."""
     import torch
@@ -117,25 +131,66 @@ def env_steps(request: GraphCheckRequest) -> list[list[Any]]:
             action = torch.randn(request.num_envs, env.action_manager.total_action_dim,
                                  generator=generator).to(request.device)  # fmt: skip
             obs, reward, terminated, truncated, extras = env.step(action)
-            logged = [value.clone() for _, value in sorted(extras["log"].items())
-                      if isinstance(value, torch.Tensor)]  # fmt: skip
-            out.append([obs["actor"].clone(), obs["critic"].clone(), reward.clone(),
-                        terminated.clone(), truncated.clone(), *logged])  # fmt: skip
+            step = {"actor observations": obs["actor"].clone(),
+                    "critic observations": obs["critic"].clone(), "rewards": reward.clone(),
+                    "terminations": terminated.clone(), "time-outs": truncated.clone()}
+            step.update((f"logged {key}", value.clone()) for key, value
+                        in sorted(extras["log"].items()) if isinstance(value, torch.Tensor))
+            out.append(step)  # fmt: skip
     finally:
         env.close()
     return out
 
 
-def largest_difference(a: list[list[Any]], b: list[list[Any]]) -> float:
-    """The largest absolute difference between two runs of :func:`env_steps`; infinite when
-    they hand out different things (another number of steps or of logged metrics)."""
-    if len(a) != len(b) or any(len(x) != len(y) for x, y in zip(a, b, strict=False)):
-        return float("inf")
-    largest = 0.0
-    for step_a, step_b in zip(a, b, strict=True):
-        for x, y in zip(step_a, step_b, strict=True):
-            largest = max(largest, float((x.double() - y.double()).abs().max()))
-    return largest
+def step_differences(a: list[Step], b: list[Step]) -> list[tuple[float, str]]:
+    """Per step of two runs of :func:`env_steps`: the largest absolute difference and where it
+    is (``name: value against value``); infinite where the steps hold different names or
+    shapes, a NaN against a number, and for each step one run has beyond the other."""
+    out = []
+    for step_a, step_b in zip(a, b, strict=False):
+        if step_a.keys() != step_b.keys():
+            only = sorted(step_a.keys() ^ step_b.keys())
+            out.append((float("inf"), f"only one run has {', '.join(only)}"))
+            continue
+        largest, where = 0.0, ""
+        for name, x in step_a.items():
+            y = step_b[name]
+            if x.shape != y.shape:
+                largest, where = float("inf"), (f"{name}: shape {tuple(x.shape)} against "
+                                                f"{tuple(y.shape)}")  # fmt: skip
+                break
+            gap = (x.double() - y.double()).abs().flatten()
+            # a NaN on one side only is as far apart as values get; on both, no difference
+            gap = _nan_gaps(gap, x, y)
+            if gap.numel() and float(gap.max()) > largest:
+                at = int(gap.argmax())
+                largest = float(gap[at])
+                where = (f"{name}: {float(x.flatten()[at]):.4g} against "
+                         f"{float(y.flatten()[at]):.4g}")  # fmt: skip
+        out.append((largest, where))
+    return out + [(float("inf"), "one run has more steps")] * abs(len(a) - len(b))
+
+
+def _nan_gaps(gap: Any, x: Any, y: Any) -> Any:
+    """``gap`` with a NaN on one side only as infinity, on both sides as 0."""
+    import torch
+
+    nan_x, nan_y = x.double().flatten().isnan(), y.double().flatten().isnan()
+    gap = torch.where(nan_x & nan_y, torch.zeros_like(gap), gap)
+    return torch.where(nan_x ^ nan_y, torch.full_like(gap, float("inf")), gap)
+
+
+def first_parting(
+    plain: list[Step], again: list[Step], replayed: list[Step]
+) -> tuple[int, str] | None:
+    """The first step at which ``replayed`` differs from ``plain`` by more than ``again`` (a
+    second plain run) does there, and by more than :data:`TOLERANCE`; None when none does."""
+    noise = step_differences(plain, again)
+    for step, ((gap, where), (spread, _)) in enumerate(
+            zip(step_differences(plain, replayed), noise, strict=False)):
+        if gap > max(spread, TOLERANCE):
+            return step, where
+    return None
 
 
 def compare(request: GraphCheckRequest) -> GraphCheckResult:
@@ -147,10 +202,14 @@ def compare(request: GraphCheckRequest) -> GraphCheckResult:
     with manager_graphs.installed(replay_mode, request.scope):
         replayed = env_steps(request)
         details = manager_graphs.status().details
+    parted_at, parted = first_parting(plain, again, replayed) or (None, "")
     return GraphCheckResult(
         device=request.device, scope=request.scope, num_envs=request.num_envs,
-        steps=request.steps, resets=sum(int(step[3].sum() + step[4].sum()) for step in plain),
+        steps=request.steps, resets=sum(
+            int(step["terminations"].sum() + step["time-outs"].sum()) for step in plain),
         calls=details.get("managers", 0), graphs=details.get("graphs", 0),
         replays=details.get("replays", 0), eager=dict(details.get("eager", {})),
-        spread=largest_difference(plain, again), difference=largest_difference(plain, replayed),
+        spread=max((gap for gap, _ in step_differences(plain, again)), default=0.0),
+        difference=max((gap for gap, _ in step_differences(plain, replayed)), default=0.0),
+        parted_at=parted_at, parted=parted,
     )  # fmt: skip
