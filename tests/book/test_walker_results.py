@@ -248,6 +248,30 @@ def test_the_winning_seed_trained_alone_gives_the_time_to_walk_the_shared_gpu_st
     assert wr.published_walker(tmp_path) == summary
 
 
+def test_the_walker_may_be_the_checkpoint_its_timed_training_alone_reached_first(tmp_path):
+    runs, published = _stand_in_runs(), wr.seed_run(42)
+    # Alone, seed 44 passes at 300 and 350, the first after 150 s.
+    alone = [StandInRun(published, 44, [{**row, "minutes": row["minutes"] / 2} for row in
+                                        _rows(300, 350)], recipe=wr.WALKER_HEADING_ALONE)]  # fmt: skip
+    summary = wr.walker_summary(runs, alone=alone, walker_alone=True, ci_gait_record="cpu")
+    assert (summary["seed"], summary["iteration"]) == (44, 300)
+    assert summary["checkpoint"] == "h200_walker_heading_main_s44/model_300.pt"
+    assert summary["gait_record"] == "gait_s44_model_300"
+    # the recipe is the one whose seeds the verdicts are, and the headline is the alone time
+    assert (summary["recipe"], summary["seeds_passing"]) == (wr.WALKER_HEADING.name, 2)
+    assert summary["time_to_walk_s"] == pytest.approx(150.0) == summary["alone"]["time_to_walk_s"]
+    assert summary["side_by_side"]["time_to_walk_s"] == pytest.approx(250.0)
+    assert wr.walker_summary(runs, walker_at=(44, 350), alone=alone,
+                             walker_alone=True)["iteration"] == 350  # fmt: skip
+    with pytest.raises(ValueError, match="not a passing checkpoint"):
+        wr.walker_summary(runs, walker_at=(42, 300), alone=alone, walker_alone=True)
+    never = [StandInRun(published, 44, _rows(), recipe=wr.WALKER_HEADING_ALONE)]
+    with pytest.raises(wr.NoWalkerError, match="alone runs"):
+        wr.walker_summary(runs, alone=never, walker_alone=True)
+    wr.write_walker(runs, tmp_path, alone=alone, walker_alone=True, ci_gait_record="cpu")
+    assert wr.published_walker(tmp_path) == summary
+
+
 def test_a_time_to_walk_says_what_its_start_up_compiled_where_the_record_counted_it():
     runs, published = _stand_in_runs(), wr.seed_run(42)
     path, record = published.stages[0]

@@ -704,6 +704,7 @@ def walker_summary(
     walker_at: tuple[int, int] | None = None,
     ci_gait_record: str | None = None,
     alone: Sequence[SeedRun] = (),
+    walker_alone: bool = False,
 ) -> dict:
     """What ``walker.json`` holds: each seed's verdict (its first checkpoint passing the whole
     gait test, and the minutes of training to it), the time to walk and the walker itself.
@@ -715,8 +716,12 @@ def walker_summary(
     and, given ``alone`` (the same recipe trained again alone on one GPU,
     :data:`WALKER_HEADING_ALONE`), ``alone``, which also says how many of its checkpoints were
     gait-tested and the last of them (``tested``, ``last_tested``); ``time_to_walk_s`` and
-    ``first_passing`` are the alone figure once one passes, else the side-by-side one. Raises
-    :class:`NoWalkerError` when no seed passes, ValueError when ``walker_at`` does not."""
+    ``first_passing`` are the alone figure once one passes, else the side-by-side one. With
+    ``walker_alone``, the walker is a checkpoint of the ``alone`` runs instead (``walker_at``,
+    else the first that passes there): the training timed for its walker, on the machine that
+    timed it; the seeds' verdicts stay the side-by-side ones. Raises :class:`NoWalkerError`
+    when no seed passes (or, with ``walker_alone``, no alone run), ValueError when
+    ``walker_at`` does not."""
     seeds = {}
     for run in runs:
         hit, tested = first_passing(run), int(len(run.progress()))
@@ -730,10 +735,16 @@ def walker_summary(
         recipe = runs[0].recipe.name if runs else "?"
         raise NoWalkerError(f"no gait-tested checkpoint of {recipe} passes the whole gait test")
     side_by_side["seeds"] = len(runs)
-    seed, iteration = walker_at or (side_by_side["seed"], None)
-    run = next((r for r in runs if r.seed == seed), None)
+    first = side_by_side
+    if walker_alone:
+        first = _time_to_walk(list(alone))
+        if first is None:
+            raise NoWalkerError("walker_alone: no gait-tested checkpoint of the alone runs "
+                                "passes the whole gait test")  # fmt: skip
+    seed, iteration = walker_at or (first["seed"], None)
+    run = next((r for r in (alone if walker_alone else runs) if r.seed == seed), None)
     if iteration is None:
-        iteration = int(side_by_side["first_passing"].rsplit("_", 1)[1])
+        iteration = int(first["first_passing"].rsplit("_", 1)[1])
     else:
         verdict = run.verdict(iteration) if run is not None else None
         if verdict is None or not verdict["passed"]:
@@ -742,8 +753,9 @@ def walker_summary(
     prov = run.stages[0][1].provenance
     headline = side_by_side
     summary = {
-        "recipe": run.recipe.name,
-        "task": run.recipe.task,
+        # the recipe whose seeds the verdicts are (an alone run trains it again)
+        "recipe": runs[0].recipe.name,
+        "task": runs[0].recipe.task,
         "seed": run.seed,
         "iteration": iteration,
         "checkpoint": f"{_folder_of(run, iteration)}/model_{iteration}.pt",
@@ -798,13 +810,15 @@ def write_walker(
     walker_at: tuple[int, int] | None = None,
     ci_gait_record: str | None = None,
     alone: Sequence[SeedRun] = (),
+    walker_alone: bool = False,
 ) -> Path:
     """Write ``walker.json`` (:func:`walker_summary`) into the results folder, atomically; an
     existing one is kept: a published walker is replaced only by deleting it first."""
     path = _results_root(results_root) / WALKER_FILENAME
     if path.exists():
         raise FileExistsError(f"{path} exists: remove it first to publish another walker")
-    text = json.dumps(walker_summary(runs, walker_at, ci_gait_record, alone), indent=2) + "\n"
+    summary = walker_summary(runs, walker_at, ci_gait_record, alone, walker_alone)
+    text = json.dumps(summary, indent=2) + "\n"
     return records.atomic_write_text(path, text)
 
 
