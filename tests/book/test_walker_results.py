@@ -251,8 +251,8 @@ def test_the_winning_seed_trained_alone_gives_the_time_to_walk_the_shared_gpu_st
 def test_the_walker_may_be_the_checkpoint_its_timed_training_alone_reached_first(tmp_path):
     runs, published = _stand_in_runs(), wr.seed_run(42)
     # Alone, seed 44 passes at 300 and 350, the first after 150 s.
-    alone = [StandInRun(published, 44, [{**row, "minutes": row["minutes"] / 2} for row in
-                                        _rows(300, 350)], recipe=wr.WALKER_HEADING_ALONE)]  # fmt: skip
+    halved = [{**row, "minutes": row["minutes"] / 2} for row in _rows(300, 350)]
+    alone = [StandInRun(published, 44, halved, recipe=wr.WALKER_HEADING_ALONE)]
     summary = wr.walker_summary(runs, alone=alone, walker_alone=True, ci_gait_record="cpu")
     assert (summary["seed"], summary["iteration"]) == (44, 300)
     assert summary["checkpoint"] == "h200_walker_heading_main_s44/model_300.pt"
