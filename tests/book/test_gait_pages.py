@@ -42,3 +42,23 @@ def test_skills_table_gives_each_test_its_source_size_skills_and_failures():
     assert table.loc["holds its heading", "recorded"] == "no"
     assert table.loc["stands still", "recorded"] == "yes"
     assert table.loc["failed conditions", "recorded"] == 1
+
+
+def test_published_skills_table_reads_each_folder_s_record_and_verdict(tmp_path, monkeypatch):
+    import json
+
+    from mjlab_microduck.book import walker_results
+    from mjlab_microduck.runs import records
+
+    for run_id, heading in (("live", 0.1), ("gpu", 0.5)):
+        where = tmp_path / run_id
+        where.mkdir()
+        records.write_record(_gait_record(run_id), where)
+        failures = [] if heading < 0.3 else ["forward_0.15: heading"]
+        (where / "verdict.json").write_text(json.dumps(_verdict(heading, failures)))
+    monkeypatch.setattr(walker_results, "_results_root", lambda root: tmp_path)
+    table = gait_pages.published_skills_table({"a": "live", "b": "gpu"})
+    assert list(table.columns) == ["a", "b"]
+    assert table.loc["run", "a"] == "live"
+    assert table.loc["holds its heading"].tolist() == ["yes", "no"]
+    assert table.loc["failed conditions"].tolist() == [0, 1]

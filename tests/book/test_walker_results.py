@@ -743,3 +743,23 @@ def test_lever_scoreboard_counts_passing_seeds_and_the_closest_and_first_passes(
     # a pass without training records has no clock
     assert board.loc["axes", "seeds passing"] == "1 of 3"
     assert math.isnan(board.loc["axes", "minutes from launch"])
+
+
+def test_the_last_lever_s_passing_slim_checkpoints_pass_at_ci_size_on_a_cpu():
+    import hashlib
+
+    runs = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)
+    tested = {}
+    for label, folder in wr.FINE_YAW_CI_GAIT_TESTS.items():
+        verdict, record = wr.published_gait(folder)
+        seed, iteration = (int(word) for word in re.findall(r"\d+", label))
+        run = next(r for r in runs if r.seed == seed)
+        # it ran the published checkpoint, a passing one, in its task, at ci size on a CPU
+        checkpoint = run.checkpoint(iteration)
+        assert record.config["checkpoint_sha256"] == hashlib.sha256(
+            checkpoint.read_bytes()).hexdigest()
+        assert run.verdict(iteration)["passed"] and record.config["task"] == run.recipe.task
+        assert (record.provenance.backend, record.config["robots_per_case"]) == ("cpu", 4)
+        assert verdict["passed"] and record.summary["terminations"] == 0
+        tested[seed] = iteration
+    assert tested == {43: 450, 44: 500}

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from mjlab_microduck.analysis import walker
-from mjlab_microduck.book import tables
+from mjlab_microduck.book import tables, walker_results
 from mjlab_microduck.runs.records import RunRecord
 
 
@@ -34,3 +34,13 @@ def skills_table(tests: Mapping[str, tuple[RunRecord, Mapping[str, Any]]]) -> pd
     """:func:`skills_column` of each labelled ``(record, verdict)``, under its source rows."""
     columns = {label: (rec, skills_column(rec, verdict)) for label, (rec, verdict) in tests.items()}
     return tables.facts_table(columns)
+
+
+def published_skills_table(folders: Mapping[str, str]) -> pd.DataFrame:
+    """:func:`skills_table` of published gait tests, each a label and its folder under the
+    results."""
+    tests = {}
+    for label, folder in folders.items():
+        verdict, record = walker_results.published_gait(folder)
+        tests[label] = (record, verdict)
+    return skills_table(tests)

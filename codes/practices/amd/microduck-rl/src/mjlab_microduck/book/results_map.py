@@ -185,7 +185,8 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
     ChapterRuns(
         "notebooks/11_time_to_walk", "Time to walk",
         (*WALKER_HEADING_RUNS, *WALKER_HEADING_ALONE_RUNS, *WALKER_TURNING_RUNS, wr.ENVS_BENCH,
-         *wr.GRAPHS_BENCHES, wr.H100_FINE_YAW_BENCH, *start_folds.START_TESTS.values(),
+         *wr.GRAPHS_BENCHES, wr.H100_FINE_YAW_BENCH, *wr.FINE_YAW_CI_GAIT_TESTS.values(),
+         *start_folds.START_TESTS.values(),
          *start_folds.FINE_PLANAR_START_TESTS.values(),
          wr.stage_folder(wr.WALKER, "resume", 42)),
         "The recipe that passes and every lever tried on it (`walker_results.seed_runs`): "
@@ -197,7 +198,9 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
         "(`start_folds.fold_table`); the walker task's PPO iteration alone by env count "
         "(`walker_results.time_budget_table`), and at 4096 envs with the managers eager and "
         "replayed from graphs (`walker_results.GRAPHS_BENCHES`), and the last lever's "
-        "iteration alone on its H100 (`walker_results.H100_FINE_YAW_BENCH`); exercise 5 "
+        "iteration alone on its H100 (`walker_results.H100_FINE_YAW_BENCH`) and its passing "
+        "checkpoints tested at ci size on a CPU (`walker_results.FINE_YAW_CI_GAIT_TESTS`); "
+        "exercise 5 "
         "start-tests "
         "`WALKER`'s seed 42.",
     ),

@@ -168,6 +168,12 @@ H100_FINE_YAW_BENCH = "h100_walker_training_scope_managers"
 """The PPO iteration of WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's task alone at 4096 envs on
 one H100, the managers replayed from graphs (``MICRODUCK_GRAPH_SCOPE=managers``), measured on
 the machine that trained its seeds, before them."""
+FINE_YAW_CI_GAIT_TESTS = {
+    "seed 43, model_450": "cpu_walker_turning_axes_straight_start_fine_yaw_gait_s43_model_450",
+    "seed 44, model_500": "cpu_walker_turning_axes_straight_start_fine_yaw_gait_s44_model_500",
+}
+"""WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's passing checkpoints that are published (slim),
+gait-tested again at ci size on a CPU, the size the book build tests its walker at."""
 TIME_TO_WALK_TARGET_S = 600.0
 """The time to walk the book aims at: 10 minutes from launch on one GPU."""
 COMPILE_KEYS = warp_log.COMPILED_KEYS
@@ -837,12 +843,19 @@ def walker_checkpoint(walker_record: dict, results_root: str | Path | None = Non
     return path
 
 
+def published_gait(
+    folder: str, results_root: str | Path | None = None
+) -> tuple[dict, records.RunRecord]:
+    """A published gait test (its folder under the results): its verdict and its run record."""
+    where = _results_root(results_root) / folder
+    return json.loads((where / "verdict.json").read_text()), records.load_record(where)
+
+
 def walker_gait(
     walker_record: dict, results_root: str | Path | None = None
 ) -> tuple[dict, records.RunRecord]:
     """The walker's recorded full-size gait test: its verdict and its run record."""
-    where = _results_root(results_root) / walker_record["gait_record"]
-    return json.loads((where / "verdict.json").read_text()), records.load_record(where)
+    return published_gait(walker_record["gait_record"], results_root)
 
 
 def walker_card(walker_record: dict, results_root: str | Path | None = None) -> pd.DataFrame:
