@@ -200,9 +200,7 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
         "replayed from graphs (`walker_results.GRAPHS_BENCHES`), and the last lever's "
         "iteration alone on its H100 (`walker_results.H100_FINE_YAW_BENCH`) and its passing "
         "checkpoints tested at ci size on a CPU (`walker_results.FINE_YAW_CI_GAIT_TESTS`); "
-        "exercise 5 "
-        "start-tests "
-        "`WALKER`'s seed 42.",
+        "exercise 5 start-tests `WALKER`'s seed 42.",
     ),
     ChapterRuns(
         "book/intro", "The front page", FRONT_PAGE_RUNS,

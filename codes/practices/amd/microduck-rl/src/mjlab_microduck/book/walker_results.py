@@ -146,7 +146,7 @@ WALKER_TURNING_AXES_STRAIGHT_START = Recipe(
 )
 # WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW: STRAIGHT_START plus FINE_YAW's narrow yaw-rate
 # term beside the wide one (tasks/tuning.py). Trained side by side on one H100 (4096 envs each,
-# 600 iterations), the watcher stopping each seed at its first pass.
+# up to 600 iterations), the watcher stopping each seed at its first pass.
 WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW = Recipe(
     "walker_turning_axes_straight_start_fine_yaw",
     "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningAxesStraightStartFineYawTuning",
