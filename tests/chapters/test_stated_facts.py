@@ -993,6 +993,10 @@ def test_chapter_11_states_the_narrow_yaw_rate_term_on_straight_starts_as_record
     assert f"misses by {over_s:.0f} s" in text
     assert_stated(text, stated, "chapter 11 does not state the narrow yaw-rate term on straight "
                   "starts as recorded")
+    assert_stated(prose("04_train_500.md"), [
+        f"two seeds of three pass, at model_{it43} and model_{it44}, the first {min43:.1f} minutes "
+        "after launch with three trainings sharing an H100"],
+        "chapter 4's table does not state the last lever as recorded")
 
 
 def test_chapter_11_states_what_the_manager_graphs_buy_as_recorded():
