@@ -4,6 +4,8 @@ verdicts and refusals: tests/cli/test_graph_check_cli.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -22,6 +24,7 @@ def test_the_step_scope_replays_every_graph_safe_call_of_a_step_exactly():
     assert result.eager == {} and result.calls == 6 and result.graphs >= 7
     assert result.resets >= 3 and result.replays > 6 * (40 - 8)
     assert result.line().startswith("PASS: scope step on cpu, 6 envs x 40 steps")
+    assert result.host_tensors == []  # on a CPU every tensor is a host one
     # the hook is as it was before the check
     assert manager_graphs.status().details.get("scope", "managers") == "managers"
 
@@ -60,6 +63,10 @@ def test_steps_that_hold_other_metrics_nans_or_more_steps_part_infinitely():
         parted="rewards: 1 against nan")
     assert not result.passed
     assert result.line().endswith("; parts at step 1: rewards: 1 against nan")
+    noted = replace(result, host_tensors=["aten.index.Tensor at mjlab/action.py:9", "x"])
+    assert noted.line().endswith("; parts at step 1: rewards: 1 against nan; 2 operators of a "
+                                 "step read host tensors, the first aten.index.Tensor at "
+                                 "mjlab/action.py:9")  # fmt: skip
 
 
 @pytest.mark.gpu

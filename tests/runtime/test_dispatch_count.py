@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import torch
 
-from mjlab_microduck.runtime.dispatch_count import OTHER, DispatchCounter, host_reads
+from mjlab_microduck.runtime.dispatch_count import (
+    OTHER,
+    DispatchCounter,
+    host_reads,
+    reads_host_tensor,
+)
 
 
 def test_counts_operators_and_host_reads_per_label_innermost_first():
@@ -58,3 +63,12 @@ def test_boolean_mask_indexing_is_a_host_read_and_integer_indexing_is_not():
     assert host_reads(lambda: torch.masked_select(x, mask)) == 1
     assert host_reads(lambda: (x[ids], x.clone().index_put_((ids,), torch.zeros(2)))) == 0
     assert host_reads(lambda: torch.where(mask, x, 0.0)) == 0
+
+
+def test_a_host_tensor_is_seen_beside_device_tensors_wherever_it_sits_in_the_arguments():
+    host, device = torch.zeros(2, dtype=torch.long), torch.zeros(2, device="meta")
+    assert reads_host_tensor(((device, host), {}))
+    assert reads_host_tensor(((device, [None, host]), {}))  # an index list
+    assert reads_host_tensor(((device,), {"other": host}))
+    assert not reads_host_tensor(((host, [host]), {}))
+    assert not reads_host_tensor(((device, 2.0), {}))

@@ -437,3 +437,19 @@ def test_a_dict_of_fresh_tensors_is_handed_out_anew_and_the_slot_caching_it_hold
     assert outputs[-1] is manager.last and outputs[-2] is not outputs[-1]
     for step, out in enumerate(outputs, start=1):  # each kept its own step's values
         assert torch.equal(out["actor"], (torch.arange(3.0) + step) * 2.0), step
+
+
+def test_a_host_tensor_beside_device_tensors_is_noted_where_a_capture_would_freeze_it():
+    """A CPU tensor used with a device tensor is read when the operator launches, so a capture
+    may keep the value it had then; a "meta" tensor stands in for the device. It is noted for
+    a diagnosis, not refused (a capture accepts it)."""
+    scale = torch.tensor(2.0)
+    with graph_replay.HostTraffic() as traffic:
+        torch.ones(3) * scale  # all on the host: as plain as it gets
+        torch.ones(3, device="meta") * torch.ones(3, device="meta")
+    assert traffic.host_tensors == []
+    with graph_replay.HostTraffic() as traffic:
+        torch.ones(3, device="meta") * scale
+    (note,) = traffic.host_tensors
+    assert note.startswith("aten.mul.Tensor at runtime/test_graph_replay.py:")
+    assert traffic.why() is None

@@ -9,7 +9,9 @@ step by step. A replayed step passes when it differs from the plain one no more 
 plain runs differ at that step (GPU physics need not repeat bit for bit, and random actions make
 the runs part as robots fall), or by at most :data:`TOLERANCE`; the check passes when every step
 does and every call of the scope was captured and replayed (none left eager). A failure names
-the first step that parts and what parted there, which is where to look.
+the first step that parts and what parted there, which is where to look; on a GPU the result
+also lists the operators of a plain step that take a tensor in host memory beside device
+tensors (``host_tensors``), which a graph may replay with a stale value.
 
 On a CPU the hook's recorded stand-in (``emulate``) replays; elsewhere the device's graphs
 (``MICRODUCK_MANAGER_GRAPHS=1``). The hook's variables are put back afterwards.
@@ -25,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mjlab_microduck.compat import manager_graphs
-from mjlab_microduck.runtime import backend
+from mjlab_microduck.runtime import backend, graph_replay
 
 TASK = "Mjlab-Velocity-Flat-MicroDuck-WalkerTurningAxesTuning"
 TOLERANCE = 1e-5
@@ -85,6 +87,9 @@ class GraphCheckResult:
     plain runs differ there (None: none does)"""
     parted: str = ""
     """what parted there, e.g. ``rewards: 0.31 against 0`` or ``logged metrics: ...``"""
+    host_tensors: list[str] = field(default_factory=list)
+    """operators of a plain step on a GPU that take a host tensor beside device tensors, each
+    ``<operator> at <file:line>``, once each (none on a CPU, where every tensor is a host one)"""
 
     @property
     def passed(self) -> bool:
@@ -96,10 +101,12 @@ class GraphCheckResult:
         eager = f", eager: {self.eager}" if self.eager else ""
         parted = ("" if self.parted_at is None
                   else f"; parts at step {self.parted_at}: {self.parted}")  # fmt: skip
+        host = (f"; {len(self.host_tensors)} operators of a step read host tensors, the first "
+                f"{self.host_tensors[0]}" if self.host_tensors else "")  # fmt: skip
         return (f"{verdict}: scope {self.scope} on {self.device}, {self.num_envs} envs x "
                 f"{self.steps} steps ({self.resets} resets): {self.calls} calls, {self.graphs} "
                 f"graphs, {self.replays} replays; largest difference {self.difference:.3g} "
-                f"against {self.spread:.3g} between plain runs{parted}{eager}")  # fmt: skip
+                f"against {self.spread:.3g} between plain runs{parted}{host}{eager}")  # fmt: skip
 
 
 Step = dict[str, Any]
@@ -107,9 +114,11 @@ Step = dict[str, Any]
 metric (``logged <key>``)."""
 
 
-def env_steps(request: GraphCheckRequest) -> list[Step]:
+def env_steps(request: GraphCheckRequest, host_tensors: list[str] | None = None) -> list[Step]:
     """Every step's actor and critic observations, rewards, terminations, time-outs and
-    logged metrics, cloned, under random actions that make robots fall and reset."""
+    logged metrics, cloned, under random actions that make robots fall and reset. Given
+    ``host_tensors``, the second step is watched and each operator it dispatches with a host
+    tensor beside device tensors is added to it, once."""
     import torch
     import warp as wp
     from mjlab.envs import ManagerBasedRlEnv
@@ -127,10 +136,15 @@ def env_steps(request: GraphCheckRequest) -> list[Step]:
     out = []
     try:
         env.reset()
-        for _ in range(request.steps):
+        for index in range(request.steps):
             action = torch.randn(request.num_envs, env.action_manager.total_action_dim,
                                  generator=generator).to(request.device)  # fmt: skip
-            obs, reward, terminated, truncated, extras = env.step(action)
+            # the second step: the first may fill caches from Python once
+            watch = host_tensors is not None and index == 1
+            with graph_replay.HostTraffic() if watch else contextlib.nullcontext() as traffic:
+                obs, reward, terminated, truncated, extras = env.step(action)
+            if watch:
+                host_tensors.extend(dict.fromkeys(traffic.host_tensors))
             step = {"actor observations": obs["actor"].clone(),
                     "critic observations": obs["critic"].clone(), "rewards": reward.clone(),
                     "terminations": terminated.clone(), "time-outs": truncated.clone()}
@@ -195,8 +209,9 @@ def first_parting(
 
 def compare(request: GraphCheckRequest) -> GraphCheckResult:
     """Run the env plainly twice and once replayed in the request's scope, and compare."""
+    host_tensors: list[str] = []
     with manager_graphs.installed("0", request.scope):
-        plain = env_steps(request)
+        plain = env_steps(request, host_tensors)
         again = env_steps(request)
     replay_mode = "emulate" if request.device == "cpu" else "1"
     with manager_graphs.installed(replay_mode, request.scope):
@@ -211,5 +226,5 @@ def compare(request: GraphCheckRequest) -> GraphCheckResult:
         replays=details.get("replays", 0), eager=dict(details.get("eager", {})),
         spread=max((gap for gap, _ in step_differences(plain, again)), default=0.0),
         difference=max((gap for gap, _ in step_differences(plain, replayed)), default=0.0),
-        parted_at=parted_at, parted=parted,
+        parted_at=parted_at, parted=parted, host_tensors=host_tensors,
     )  # fmt: skip

@@ -67,6 +67,19 @@ def copies_to_device(operator: str, out: Any) -> bool:
     return made and isinstance(out, torch.Tensor) and out.dim() > 0
 
 
+def reads_host_tensor(args: Any) -> bool:
+    """Whether an operator's arguments put a tensor in host memory beside one on a device (a
+    CPU scalar tensor in arithmetic on the GPU, a CPU index into a GPU tensor). PyTorch accepts
+    that and reads the host tensor when the operator is launched, so a CUDA graph keeps the
+    value it had at capture, while the plain call reads the current one."""
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    devices = {leaf.device.type for leaf in tree_flatten(args)[0]
+               if isinstance(leaf, torch.Tensor)}  # fmt: skip
+    return "cpu" in devices and len(devices) > 1
+
+
 OTHER = "other"
 """The label of what runs outside every labelled part."""
 

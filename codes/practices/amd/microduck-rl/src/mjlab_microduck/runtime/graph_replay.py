@@ -38,7 +38,11 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mjlab_microduck.runtime.dispatch_count import copies_to_device, reads_host
+from mjlab_microduck.runtime.dispatch_count import (
+    copies_to_device,
+    reads_host,
+    reads_host_tensor,
+)
 
 PLAIN = (bool, int, float, str, type(None))
 """Attribute values compared by value; anything else (but tensors) is compared by type."""
@@ -86,15 +90,21 @@ class HostTraffic(_DispatchWatch):
     """Inside ``with``: the operators that a CUDA capture would refuse, each as "<operator>
     reads a value back to the host at <file:line>" or "... copies Python data to the device
     at ...", in ``problems``; ``nodes`` holds every operator dispatched, with its arguments and
-    result. ``why()`` is the first problem and their count, or None."""
+    result. ``why()`` is the first problem and their count, or None. ``host_tensors`` notes
+    each operator that takes a tensor in host memory beside device tensors ("<operator> at
+    <file:line>"): PyTorch reads it at launch, so a graph may keep the value it had at capture
+    or read a buffer freed since; a capture accepts it, so it is noted, not refused."""
 
     def __init__(self) -> None:
         self.nodes: list[tuple[Any, tuple, dict, Any]] = []
         self.problems: list[str] = []
+        self.host_tensors: list[str] = []
 
     def dispatch(self, func: Any, args: tuple, kwargs: dict) -> Any:
         if reads_host(str(func), args):
             self.problems.append(f"{func} reads a value back to the host at {_caller()}")
+        if reads_host_tensor((args, kwargs)):
+            self.host_tensors.append(f"{func} at {_caller()}")
         out = func(*args, **kwargs)
         if copies_to_device(str(func), out):
             self.problems.append(f"{func} copies Python data to the device at {_caller()}")
