@@ -371,6 +371,31 @@ def test_a_cuda_graph_captures_on_the_envs_own_device(monkeypatch):
     assert backend.device == torch.device("cuda", 1)
 
 
+def test_each_cuda_graph_gets_a_memory_pool_of_its_own(monkeypatch):
+    """Graphs that share a pool may overwrite each other's outputs unless replayed in capture
+    order, which an env step's calls are not; torch stands in for CUDA here."""
+    captures = []
+
+    class FakeGraph:
+        def replay(self) -> None:
+            captures[-1]["replays"] += 1
+
+    @contextlib.contextmanager
+    def fake_graph(graph, pool=None, **kwargs):
+        captures.append({"graph": graph, "pool": pool, "replays": 0, **kwargs})
+        yield
+
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", FakeGraph)
+    monkeypatch.setattr(torch.cuda, "graph", fake_graph)
+    monkeypatch.setattr(torch.cuda, "device", lambda device: contextlib.nullcontext())
+    backend = graph_replay.CudaGraph(torch.device("cuda", 0))
+    first, _ = backend.capture(lambda: torch.ones(2))
+    second, _ = backend.capture(lambda: torch.zeros(2))
+    assert [c["pool"] for c in captures] == [None, None]  # None: the capture's private pool
+    assert first is not second and [c["replays"] for c in captures] == [1, 1]
+    assert {c["capture_error_mode"] for c in captures} == {"thread_local"}
+
+
 class Sensor:
     """A sensor-like object whose update marks its cache stale, and a reader that fills it."""
 

@@ -187,11 +187,14 @@ def _caller() -> str:
 class CudaGraph:
     """``torch.cuda.CUDAGraph`` capture on ``device`` (the env's: a capture records only the
     capturing device's stream, so a call whose tensors live on another GPU would run once at
-    capture and never again), every graph in one memory pool. Capture records without
-    running, so :meth:`capture` replays once for the call itself."""
+    capture and never again), each graph in a memory pool of its own. Graphs that share a
+    pool are safe only replayed in the order they were captured: one graph's scratch memory
+    may be another's output, still read. The calls of an env step are captured at the steps
+    their warm-ups end and replayed in the step's own order (the actions once per physics
+    substep), so they do not share. Capture records without running, so :meth:`capture`
+    replays once for the call itself."""
 
     def __init__(self, device: Any = None) -> None:
-        self.pool: Any = None
         self.device = device  # None: the current device
 
     def capture(self, fn: Callable[[], Any]) -> tuple[Any, Any]:
@@ -201,14 +204,13 @@ class CudaGraph:
         witness = OpWitness()
         try:
             with torch.cuda.device(self.device), torch.cuda.graph(
-                graph, pool=self.pool, capture_error_mode="thread_local"
+                graph, capture_error_mode="thread_local"  # no pool given: a private one
             ), witness:
                 output = fn()
         except RuntimeError as error:  # an operator that syncs, copies from the host, ...
             first = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise GraphUnsafe(f"capture failed: {first}{witness.where()}{self._unstick_rng()}"
                               ) from error
-        self.pool = graph.pool()
         graph.replay()
         return graph, output
 
