@@ -29,6 +29,14 @@ def assert_stated(text: str, stated: list[str], complaint: str) -> None:
     assert missing == [], f"{complaint}: {missing}"
 
 
+def case_histories(groups: dict, *cases: str) -> list:
+    """``case_history_table`` of ``groups`` for each case, over model_400 to model_600, the
+    window chapter 11 reads every lever's cases in."""
+    from mjlab_microduck.book import case_history as ch
+
+    return [ch.case_history_table(groups, case, 400, 600) for case in cases]
+
+
 def test_chapter_6_states_the_gait_rule_and_the_replay_protocol_as_the_code_has_them():
     from mjlab_microduck.analysis import acceptance, gait
     from mjlab_microduck.jobs import replay
@@ -778,14 +786,12 @@ def test_chapter_11_states_the_start_tests_as_recorded():
 
 
 def test_chapter_11_states_the_fast_starts_as_recorded():
-    from mjlab_microduck.book import case_history as ch
     from mjlab_microduck.book import walker_results as wr
 
     text = prose("11_time_to_walk.md")
     groups = {"axes": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES),
               "fast": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START)}  # fmt: skip
-    folds = ch.case_history_table(groups, "forward_0.4", 400, 600)
-    stand = ch.case_history_table(groups, "stand", 400, 600)
+    folds, stand = case_histories(groups, "forward_0.4", "stand")
     closest = sorted(int(run.progress()["failed_conditions"].min()) for run in groups["fast"])
     last = max(int(run.progress()["iteration"].max()) for run in groups["fast"])
     assert all(wr.first_passing(run) is None for run in groups["fast"])
@@ -806,7 +812,6 @@ def test_chapter_11_states_the_fast_starts_as_recorded():
 
 
 def test_chapter_11_states_the_fast_starts_that_spare_standing_as_recorded():
-    from mjlab_microduck.book import case_history as ch
     from mjlab_microduck.book import walker_results as wr
     from mjlab_microduck.tasks import tuning
 
@@ -814,9 +819,7 @@ def test_chapter_11_states_the_fast_starts_that_spare_standing_as_recorded():
     groups = {"axes": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES),
               "fast": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START),
               "spared": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START_STANDING)}
-    folds = ch.case_history_table(groups, "forward_0.4", 400, 600)
-    stand = ch.case_history_table(groups, "stand", 400, 600)
-    slow = ch.case_history_table(groups, "forward_0.1", 400, 600)
+    folds, stand, slow = case_histories(groups, "forward_0.4", "stand", "forward_0.1")
     assert stand.loc["spared", "failed in"] == 0
     assert all(wr.first_passing(run) is None for run in groups["spared"])
     seed_43 = groups["spared"][1].progress().set_index("iteration")["failed_conditions"]
@@ -841,16 +844,13 @@ def test_chapter_11_states_the_fast_starts_that_spare_standing_as_recorded():
 
 
 def test_chapter_11_states_the_narrow_planar_term_as_recorded():
-    from mjlab_microduck.book import case_history as ch
     from mjlab_microduck.book import walker_results as wr
 
     text = prose("11_time_to_walk.md")
     spared = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START_STANDING)
     planar = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR)
     groups = {"spared": spared, "planar": planar}
-    slow = ch.case_history_table(groups, "forward_0.1", 400, 600)
-    heading = ch.case_history_table(groups, "forward_0.15", 400, 600)
-    folds = ch.case_history_table(groups, "forward_0.4", 400, 600)
+    slow, heading, folds = case_histories(groups, "forward_0.1", "forward_0.15", "forward_0.4")
     table = wr.time_to_walk_table({"planar": planar, "spared": spared})
     failed = {run.seed: run.progress().set_index("iteration")["failed_conditions"]
               for run in planar}  # fmt: skip
@@ -902,7 +902,6 @@ def test_chapter_11_states_the_narrow_planar_term_as_recorded():
 
 
 def test_chapter_11_states_the_straight_starts_as_recorded():
-    from mjlab_microduck.book import case_history as ch
     from mjlab_microduck.book import walker_results as wr
 
     text = prose("11_time_to_walk.md")
@@ -912,8 +911,8 @@ def test_chapter_11_states_the_straight_starts_as_recorded():
                "planar": wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR}  # fmt: skip
     groups = {label: wr.seed_runs(recipe=r) for label, r in earlier.items()}
     groups["straight"] = straight
-    slow, heading, folds, turning = (ch.case_history_table(groups, case, 400, 600) for case in (
-        "forward_0.1", "forward_0.15", "forward_0.4", "walk_turn_right"))  # fmt: skip
+    slow, heading, folds, turning = case_histories(
+        groups, "forward_0.1", "forward_0.15", "forward_0.4", "walk_turn_right")
     yaw = turning["yaw rate / command, median"]
     last = [int(run.progress()["failed_conditions"].iloc[-1]) for run in straight]
     last_iteration = {int(run.progress()["iteration"].iloc[-1]) for run in straight}
@@ -946,15 +945,14 @@ def test_chapter_11_states_the_straight_starts_as_recorded():
 
 
 def test_chapter_11_states_the_narrow_yaw_rate_term_on_straight_starts_as_recorded():
-    from mjlab_microduck.book import case_history as ch
     from mjlab_microduck.book import walker_results as wr
 
     text = prose("11_time_to_walk.md")
     straight = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START)
     fine_yaw = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)
     groups = {"straight": straight, "fine_yaw": fine_yaw}
-    slow, heading, folds, turning = (ch.case_history_table(groups, case, 400, 600) for case in (
-        "forward_0.1", "forward_0.15", "forward_0.4", "walk_turn_right"))  # fmt: skip
+    slow, heading, folds, turning = case_histories(
+        groups, "forward_0.1", "forward_0.15", "forward_0.4", "walk_turn_right")
     yaw = turning["yaw rate / command, median"]
     s42, s43, s44 = (run.progress().set_index("iteration")["failed_conditions"]
                      for run in fine_yaw)  # fmt: skip
