@@ -29,12 +29,23 @@ fi
 """
 
 
-def run(tmp_path: Path, *args: str, **settings: str) -> subprocess.CompletedProcess:
+def run(tmp_path: Path, *args: str, mps_control: bool = False,
+        **settings: str) -> subprocess.CompletedProcess:
+    """The script with the ``microduck`` stub; ``mps_control``: an ``nvidia-cuda-mps-control``
+    on PATH that logs its argv to ``mps.log`` and starts nothing."""
     stub = tmp_path / "microduck"
     stub.write_text(STUB)
     stub.chmod(0o755)
+    path = "/usr/bin:/bin"
+    if mps_control:
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        control = bin_dir / "nvidia-cuda-mps-control"
+        control.write_text(f'#!/usr/bin/env bash\necho "$*" >> {tmp_path / "mps.log"}\n')
+        control.chmod(0o755)
+        path = f"{bin_dir}:{path}"
     env = dict(os.environ, MICRODUCK=str(stub), STUB_LOG=str(tmp_path / "calls.log"),
-               PATH="/usr/bin:/bin", **settings)  # fmt: skip
+               PATH=path, **settings)  # fmt: skip
     return subprocess.run(["bash", str(SCRIPT), *args], env=env, capture_output=True, text=True,
                           timeout=60, check=False)  # fmt: skip
 
@@ -67,6 +78,16 @@ def test_three_seeds_train_side_by_side_and_one_watcher_tests_them(tmp_path):
     assert watch.count(str(out / "runs")) == 3
     assert "--every 50" in watch and "--min-iteration 250" in watch and "--profile full" in watch
     assert "started 3 trainings" in proc.stdout
+
+
+@pytest.mark.parametrize(("mps", "started"), [("1", True), ("0", False)])
+def test_cuda_mps_is_started_unless_mps_is_0(tmp_path, mps, started):
+    proc = run(tmp_path, TASK, "100", str(tmp_path / "walker"), "43", mps_control=True, MPS=mps)
+    assert proc.returncode == 0, proc.stderr
+    assert len([line for line in calls(tmp_path, 2) if line.startswith("train")]) == 1
+    mps_log = tmp_path / "mps.log"
+    assert (mps_log.read_text().split() if mps_log.exists() else []) == (["-d"] if started else [])
+    assert ("CUDA MPS started" in proc.stdout) is started
 
 
 def test_a_start_watcher_start_tests_the_same_checkpoints_beside_the_gait_watcher(tmp_path):
@@ -180,7 +201,8 @@ def test_a_resume_without_one_folder_per_seed_starts_and_creates_nothing(tmp_pat
      ({"STOP_ON_PASS": "1", "WATCH_EVERY": "0"}, "STOP_ON_PASS=1 needs WATCH_EVERY > 0"),
      ({"WATCH_AFTER": "yes"}, "WATCH_AFTER must be 0 or 1"),
      ({"WATCH_AFTER": "1", "WATCH_EVERY": "0"}, "WATCH_AFTER=1 needs WATCH_EVERY > 0"),
-     ({"WATCH_AFTER": "1", "STOP_ON_PASS": "1"}, "with WATCH_AFTER=1 none runs while testing")],
+     ({"WATCH_AFTER": "1", "STOP_ON_PASS": "1"}, "with WATCH_AFTER=1 none runs while testing"),
+     ({"MPS": "off"}, "MPS must be 0 or 1")],
 )
 def test_a_bad_watch_setting_starts_and_creates_nothing(tmp_path, settings, message):
     out = tmp_path / "walker"

@@ -20,6 +20,8 @@
 #                     (OUT/warmup, OUT/warmup.log) compiles Warp's kernels into its cache, so
 #                     the trainings' start-up loads them instead of compiling them (each train
 #                     record's summary counts the modules it compiled: warp_modules_compiled)
+#   MPS [1]           0: leave CUDA MPS off (to time a training alone without it: under MPS
+#                     every kernel launch passes through the MPS server)
 #   RESUME_FROM []    a folder holding one entry per seed whose name ends in _s<seed>: a
 #                     training run folder (its last checkpoint) or a folder with that seed's
 #                     checkpoints (the last one); each seed's training continues from it as
@@ -39,7 +41,7 @@ SEEDS=("$@"); [ ${#SEEDS[@]} -gt 0 ] || SEEDS=(42 43 44)
 NUM_ENVS=${NUM_ENVS:-4096}; SAVE_INTERVAL=${SAVE_INTERVAL:-50}; DEVICE=${DEVICE:-cuda:0}
 WATCH_EVERY=${WATCH_EVERY:-50}; WATCH_FROM=${WATCH_FROM:-250}; START_WATCH=${START_WATCH:-0}
 WARM_KERNELS=${WARM_KERNELS:-0}; STOP_ON_PASS=${STOP_ON_PASS:-0}; WATCH_AFTER=${WATCH_AFTER:-0}
-RESUME_FROM=${RESUME_FROM:-}
+RESUME_FROM=${RESUME_FROM:-}; MPS=${MPS:-1}
 read -r -a MICRODUCK <<< "${MICRODUCK:-python3 -m mjlab_microduck.cli}"
 refuse() { echo "train_side_by_side.sh: $*" >&2; exit 2; }
 [[ $ITERS =~ ^[1-9][0-9]*$ ]] || refuse "ITERATIONS must be a positive integer (got $ITERS)"
@@ -49,6 +51,7 @@ for s in "${SEEDS[@]}"; do [[ $s =~ ^[0-9]+$ ]] || refuse "seeds must be integer
 [[ $WARM_KERNELS =~ ^[01]$ ]] || refuse "WARM_KERNELS must be 0 or 1 (got $WARM_KERNELS)"
 [[ $STOP_ON_PASS =~ ^[01]$ ]] || refuse "STOP_ON_PASS must be 0 or 1 (got $STOP_ON_PASS)"
 [ "$STOP_ON_PASS" = 1 ] && [ "$WATCH_EVERY" = 0 ] && refuse "STOP_ON_PASS=1 needs WATCH_EVERY > 0"
+[[ $MPS =~ ^[01]$ ]] || refuse "MPS must be 0 or 1 (got $MPS)"
 [[ $WATCH_AFTER =~ ^[01]$ ]] || refuse "WATCH_AFTER must be 0 or 1 (got $WATCH_AFTER)"
 [ "$WATCH_AFTER" = 1 ] && [ "$WATCH_EVERY" = 0 ] && refuse "WATCH_AFTER=1 needs WATCH_EVERY > 0"
 [ "$WATCH_AFTER" = 1 ] && [ "$STOP_ON_PASS" = 1 ] \
@@ -72,7 +75,7 @@ mkdir -p "$OUT/runs" "$OUT/gait"
 OUT=$(readlink -f "$OUT")
 # The MPS daemon must not inherit this script's output: a caller reading it through a pipe
 # would otherwise wait for the daemon to exit.
-if command -v nvidia-cuda-mps-control >/dev/null \
+if [ "$MPS" = 1 ] && command -v nvidia-cuda-mps-control >/dev/null \
    && nvidia-cuda-mps-control -d >/dev/null 2>&1 </dev/null; then
   echo "CUDA MPS started"
 fi
