@@ -496,9 +496,42 @@ def test_a_recipe_published_by_its_gait_tests_alone_has_no_clock():
     assert first[43][0] == 500 and first[42] is None and first[44] is None
 
 
+def test_the_straight_start_fine_yaw_seed_trained_again_alone_is_read_by_its_gait_tests():
+    recipe = wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE
+    (alone,) = [wr.seed_run(43, recipe=recipe)]
+    assert recipe.stages == ()
+    assert recipe.task == wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task
+    assert alone.stages == () and len(alone.gait) == 8
+    for _, _, record in alone.gait:
+        # the card its name starts with, and the lever's task, from each test's own record
+        assert "NVIDIA H100" in record.provenance.device_name
+        assert record.config["task"] == recipe.task
+        assert "_s43/" in record.config["checkpoint"]
+    progress = alone.progress()
+    assert progress["iteration"].tolist() == list(range(350, 526, 25))
+    assert wr.first_passing(alone) is None and progress["minutes"].isna().all()
+
+
+def test_failed_conditions_table_lines_up_trainings_checkpoint_by_checkpoint():
+    side = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)
+    alone = [wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE)]
+    table = wr.failed_conditions_table({"side by side": side, "alone": alone})
+    assert list(table.index) == ["side by side, s42", "side by side, s43", "side by side, s44",
+                                 "alone"]  # fmt: skip
+    iterations = sorted({int(i) for run in [*side, *alone] for i in run.progress()["iteration"]})
+    assert list(table.columns) == [f"model_{i}" for i in iterations]
+    for label, run in zip(table.index, [*side, *alone], strict=True):
+        progress = run.progress()
+        row = table.loc[label]
+        assert row.dropna().tolist() == progress["failed_conditions"].tolist()
+        assert row.isna().sum() == len(iterations) - len(progress)
+    # one run alone keeps its label as it is
+    assert list(wr.failed_conditions_table({"alone": alone}).index) == ["alone"]
+
+
 def test_every_recipe_says_the_env_count_and_the_gpu_its_training_records_ran():
     recipes = [v for v in vars(wr).values() if isinstance(v, wr.Recipe)]
-    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 18
+    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 19
     checked = 0
     for recipe in recipes:
         for stage in recipe.stages:

@@ -997,6 +997,44 @@ def test_chapter_11_states_the_narrow_yaw_rate_term_on_straight_starts_as_record
         "chapter 4's table does not state the last lever as recorded")
 
 
+def test_chapter_11_states_the_narrow_yaw_rate_lever_s_seed_trained_again_alone_as_recorded():
+    from mjlab_microduck.book import walker_results as wr
+
+    text = prose("11_time_to_walk.md")
+    (alone,) = [wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE)]
+    failed = alone.progress().set_index("iteration")["failed_conditions"]
+    first_side_by_side, _ = wr.first_passing(
+        wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW))
+    closest = failed.index[failed == failed.min()].tolist()
+    (at_first,) = [record for it, _, record in alone.gait if it == first_side_by_side]
+    cases = {it: [row for row in alone.verdict(it)["table"] if not row["passed"]]
+             for it in closest}  # fmt: skip
+    # the same two cases at both closest checkpoints: 0.4 m/s heading, a walk-and-turn yaw rate
+    for rows in cases.values():
+        assert [row["case"] for row in rows][0] == "forward_0.4"
+        assert rows[1]["case"].startswith("walk_turn") and len(rows) == 2
+        assert all(row["failed_conditions"] == 1 for row in rows)
+    headings = sorted(rows[0]["max_abs_heading_change_rad"] for rows in cases.values())
+    yaw = {round(rows[1]["mean_yaw_ratio"], 2) for rows in cases.values()}
+    # at the first side-by-side pass: the 0.5 rad/s turns and the slowest walk fail every seed
+    every_seed = {row["case"] for row in alone.verdict(first_side_by_side)["table"]
+                  if row["failed_conditions"] == row["seeds"]}  # fmt: skip
+    assert every_seed == {"forward_0.1", "turn_left_0.5", "turn_right_0.5", "walk_turn_left",
+                          "walk_turn_right"}  # fmt: skip
+    stated = [
+        f"its model_{first_side_by_side}, where the first training passed, fails "
+        f"{failed[first_side_by_side]} conditions, and every evaluation seed fails the turns at "
+        "0.5 rad/s, in place and walking, and the slowest walk",
+        f"It comes within two conditions at model_{closest[0]} and model_{closest[1]}",
+        f"one robot of 80 ends {headings[0]:.2f}–{headings[1]:.2f} rad off its heading",
+        f"turn at {yaw.pop():.2f} of the command, under the 0.8 asked",
+        f"stopped (SIGTERM) after model_{failed.index.max()}; its record ends `interrupted`",
+    ]
+    assert not yaw and failed.min() == 2 and len(closest) == 2
+    assert at_first.provenance.device_name.startswith("NVIDIA H100")
+    assert_stated(text, stated, "chapter 11 does not state seed 43's repeat alone as recorded")
+
+
 def test_chapter_11_states_what_the_manager_graphs_buy_as_recorded():
     from mjlab_microduck.book import walker_results as wr
 

@@ -223,6 +223,8 @@ def test_the_published_summary_records_fold_what_they_say():
                               wr.gait_history_folder(wr.WALKER_TURNING_AXES_STRAIGHT_START),
                               wr.gait_history_folder(
                                   wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW),
+                              wr.gait_history_folder(
+                                  wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE),
                               }  # fmt: skip
     counts = {name: r.summary["runs"] for name, r in summaries.items()}
     assert counts == {results.RECIPE_REPLAYS: 5, results.PRESET_HISTORY: 28,
@@ -261,6 +263,10 @@ def test_the_published_summary_records_fold_what_they_say():
                       # seed's pass (43: 450, 44: 500) and the checkpoint saved before its
                       # training stopped; seed 42 to model_599
                       wr.gait_history_folder(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW): 24,
+                      # seed 43 again alone: every 25th checkpoint from 350 to 500 as it
+                      # trained, and 525, its last, tested after the training was stopped
+                      wr.gait_history_folder(
+                          wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE): 8,
                       }  # fmt: skip
     for name, record in summaries.items():
         records.verify_artifacts(record, RESULTS / name)

@@ -94,7 +94,9 @@ WALKER_TURNING_RUNS = (*recipe_runs(wr.WALKER_TURNING),
                        *recipe_runs(wr.WALKER_TURNING_AXES_FAST_START_STANDING),
                        *recipe_runs(wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR),
                        *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START),
-                       *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW))  # fmt: skip
+                       *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW),
+                       *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE,
+                                    seeds=(43,)))  # fmt: skip
 WALKER_CI_GAIT = "cpu_walker_heading_gait_s42_model_999"
 """The published walker's gait test on a CPU at ci size (``walker.json``'s ``ci_gait_record``)."""
 

@@ -153,6 +153,16 @@ WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW = Recipe(
     ("main",),
     machine="h100",
 )
+WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE = Recipe(
+    "walker_turning_axes_straight_start_fine_yaw_alone",
+    WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task,
+    (),
+    machine="h100",
+)
+"""WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's seed 43, which passed at model_450 side by side,
+trained again alone on one H100 for its time to walk (warm kernel cache, managers from graphs,
+the gait watcher every 25th checkpoint from 350). Published by its gait tests alone: the
+device time ran out at iteration 534, so its record ends ``interrupted`` and is not published."""
 WALKER_TASK = WALKER.task
 CANDIDATE_GAIT_TEST = "h200_walker_gait_s42_model_550"
 """The gait test of the walker recipe's candidate, kept whole beside the recipe's gait history:
@@ -632,6 +642,21 @@ def lever_scoreboard(groups: Mapping[str, Sequence[SeedRun]]) -> pd.DataFrame:
             "minutes from launch": round(first[2], 1) if first else float("nan"),
         })  # fmt: skip
     return pd.DataFrame(rows).set_index("lever")
+
+
+def failed_conditions_table(groups: Mapping[str, Sequence[SeedRun]]) -> pd.DataFrame:
+    """The failed gait-test conditions of every tested checkpoint, one row per run (``label``,
+    or ``label, s<seed>`` for a group of several seeds) and one column per iteration tested in
+    any of them (``model_<N>``, in order; empty where a run did not test it): how two trainings
+    of one seed, or several seeds, close on a pass."""
+    rows = {}
+    for label, runs in groups.items():
+        for run in runs:
+            progress = run.progress().set_index("iteration")["failed_conditions"]
+            rows[label if len(runs) == 1 else f"{label}, s{run.seed}"] = progress
+    frame = pd.DataFrame(rows).T.sort_index(axis=1).astype("Int64")
+    frame.columns = [f"model_{iteration}" for iteration in frame.columns]
+    return frame
 
 
 NEAR_PASS_MAX_FAILED = 15
