@@ -67,7 +67,7 @@ def test_outcome_text_tells_stands_steps_and_walks_apart():
 
 
 def test_preset_table_from_the_published_records():
-    walker_record = wr.published_walker()
+    walker_record = wr.walker_heading_summary()
     turning = wr.seed_runs(recipe=wr.WALKER_TURNING)
     alone = [wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE)]
     short = wr.seed_runs(recipe=wr.WALKER_TURNING_SHORT)

@@ -51,7 +51,7 @@ def test_each_start_test_ran_the_published_checkpoint_its_label_names():
     from mjlab_microduck.book import walker_results as wr
     from mjlab_microduck.runs import records
 
-    walker = wr.published_walker()
+    walker = wr.walker_heading_summary()  # WALKER_HEADING's walker, s42 model_999
     lever = wr.seed_runs(recipe=wr.WALKER_TURNING)[1]
     planar = wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR)
     checkpoints = [wr.walker_checkpoint(walker), lever.checkpoint(wr.first_passing(lever)[0]),

@@ -310,6 +310,13 @@ def test_training_curves_carry_the_clock_of_the_gait_tests(runs):
 # ----------------------------------------------------------------------------- the published walker
 
 
+def recipe_of(walker_record: dict) -> wr.Recipe:
+    """The Recipe a walker.json names by its ``recipe``."""
+    (recipe,) = [r for r in vars(wr).values()
+                 if isinstance(r, wr.Recipe) and r.name == walker_record["recipe"]]  # fmt: skip
+    return recipe
+
+
 @pytest.fixture(scope="module")
 def published():
     walker_record = wr.published_walker()
@@ -336,10 +343,10 @@ def test_at_least_two_of_three_seeds_of_the_walker_recipe_pass(published):
     assert list(seeds.index) == [f"seed {s}" for s in wr.SEEDS]
     assert (seeds["passes"] == "yes").sum() == published["seeds_passing"] >= 2
     # walker.json names the seeds' first passing checkpoint (the time to walk side by side)
-    first_passing = published["side_by_side"]["first_passing"]
-    first_seed, first = first_passing.split("_s", 1)[1].split("/model_")
+    first_seed = published["side_by_side"]["seed"]
+    first = published["side_by_side"]["first_passing"].rsplit("/model_", 1)[1]
     assert seeds.loc[f"seed {first_seed}", "first passing checkpoint"] == f"model_{first}"
-    walker_passes = wr.seed_run(published["seed"], recipe=wr.WALKER_HEADING).verdict(
+    walker_passes = wr.seed_run(published["seed"], recipe=recipe_of(published)).verdict(
         published["iteration"])["passed"]
     assert walker_passes and published["iteration"] >= int(first)
 
@@ -348,7 +355,8 @@ def test_the_walker_card_names_its_run_machine_and_date(published):
     card = wr.walker_card(published)
     row = card.iloc[0]
     assert card.index[0] == published["recipe"].upper()
-    assert row["verdict"] == "passes" and "H200" in row["machine"]
+    assert row["verdict"] == "passes"
+    assert recipe_of(published).machine.upper() in row["machine"]
     assert row["gait test"] == published["gait_record"] and len(row["date"]) == 10
     minutes = row["time to walk, min (3 seeds side by side on one GPU)"]
     assert minutes == pytest.approx(published["side_by_side"]["time_to_walk_s"] / 60.0, abs=0.05)
@@ -363,8 +371,27 @@ def test_the_walker_card_names_its_run_machine_and_date(published):
         assert published["time_to_walk_s"] == published["side_by_side"]["time_to_walk_s"]
     else:
         assert published["time_to_walk_s"] == published["side_by_side"]["time_to_walk_s"]
-    # the start test of the walker's own checkpoint (chapter 11): 21 of its 1024 starts fold
-    assert row["starts into 0.4 m/s that fold (start test)"] == "21 of 1024 (2.1 %)"
+    # a start test of the walker's own checkpoint is named where one ran it (chapter 11):
+    # WALKER_HEADING's walker folds 21 of its 1024 starts; no start test ran the book's walker
+    folds = "starts into 0.4 m/s that fold (start test)"
+    assert folds not in card.columns
+    assert wr.walker_card(wr.walker_heading_summary()).iloc[0][folds] == "21 of 1024 (2.1 %)"
+
+
+def test_the_heading_recipe_s_summary_names_its_walker_and_the_book_s_walker_is_sooner(published):
+    heading = wr.walker_heading_summary()
+    assert (heading["recipe"], heading["seed"], heading["iteration"]) == (
+        wr.WALKER_HEADING.name, *wr.HEADING_WALKER_AT)
+    assert heading["ci_gait_record"] == wr.HEADING_CI_GAIT_TEST
+    assert (RESULTS / wr.HEADING_CI_GAIT_TEST).is_dir()
+    # its walker passes its full-size test, its first pass is seed 42's model_900, and seed 42
+    # trained again alone passes nothing
+    assert wr.walker_gait(heading)[0]["passed"]
+    assert heading["side_by_side"]["first_passing"] == "h200_walker_heading_main_s42/model_900"
+    assert heading["alone"]["first_passing"] is None
+    # the book's walker comes from a later recipe, whose first pass came sooner
+    assert published["recipe"] != heading["recipe"]
+    assert published["time_to_walk_s"] < heading["time_to_walk_s"]
 
 
 def test_a_walker_json_naming_a_missing_checkpoint_is_refused(tmp_path, published):
@@ -400,8 +427,8 @@ def test_time_to_walk_table_reads_the_first_passing_checkpoint_and_the_gpu_shari
     assert list(table["envs"]) == [4096, 4096, 4096, 8192]
     assert list(table["steps per env"]) == [24, 24, 24, 12]
     assert table.loc["short", "first passing"] == "none"
-    # the heading row is the walker's own side-by-side figure
-    walker = wr.published_walker()
+    # the heading row is that recipe's own side-by-side figure
+    walker = wr.walker_heading_summary()
     assert table.loc["heading", "first passing"] == walker["side_by_side"]["first_passing"]
     assert table.loc["heading", "minutes from launch"] == round(
         walker["side_by_side"]["time_to_walk_s"] / 60, 1)
@@ -440,8 +467,8 @@ def test_the_walker_s_first_seed_trained_again_alone_is_faster_per_iteration_and
     assert table.loc["alone", "trainings on the GPU"] == 1
     assert table.loc["alone", "s per iteration (median)"] < table.loc[
         "together", "s per iteration (median)"]
-    # walker.json says so, and its headline stays the side-by-side figure
-    alone = wr.published_walker()["alone"]
+    # the recipe's summary says so, and its headline stays the side-by-side figure
+    alone = wr.walker_heading_summary()["alone"]
     assert alone == {"time_to_walk_s": None, "first_passing": None, "seed": 42,
                      "tested": len(run.gait), "last_tested": "model_999"}
     # what its closest checkpoint fails: single robots folding their legs in their first
@@ -523,8 +550,9 @@ def test_failed_conditions_table_lines_up_trainings_checkpoint_by_checkpoint():
     for label, run in zip(table.index, [*side, *alone], strict=True):
         progress = run.progress()
         row = table.loc[label]
-        assert row.dropna().tolist() == progress["failed_conditions"].tolist()
-        assert row.isna().sum() == len(iterations) - len(progress)
+        assert row[row != ""].tolist() == progress["failed_conditions"].tolist()
+        assert all(isinstance(v, int) for v in row[row != ""])
+        assert (row == "").sum() == len(iterations) - len(progress)
     # one run alone keeps its label as it is
     assert list(wr.failed_conditions_table({"alone": alone}).index) == ["alone"]
 
@@ -754,8 +782,8 @@ def test_lever_scoreboard_counts_passing_seeds_and_the_closest_and_first_passes(
     axes = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)  # published by its gait tests alone
     board = wr.lever_scoreboard({"heading": heading, "short": short, "axes": axes})
     assert list(board.index) == ["heading", "short", "axes"]
-    # the walker recipe's row is walker.json's: its passing seeds and first pass, with the clock
-    walker = wr.published_walker()
+    # the heading recipe's row is its summary's: its passing seeds and first pass, with the clock
+    walker = wr.walker_heading_summary()
     assert board.loc["heading", "seeds passing"] == f"{walker['seeds_passing']} of 3"
     seed, at = walker["side_by_side"]["seed"], walker["side_by_side"]["first_passing"]
     assert board.loc["heading", "first passing"] == f"s{seed} {at.rsplit('/', 1)[1]}"

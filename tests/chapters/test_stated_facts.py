@@ -119,7 +119,8 @@ def test_chapter_4_states_the_recipes_and_their_published_runs_as_they_are():
     # The walk-and-turn cases turn more than half a circle and pass on heading speed although
     # their progress along the start direction is negative (the walker's case table shows both).
     assert walk_turn_rate * gait_config["duration_s"] > math.pi
-    cases = wr.case_table(wr.walker_gait(wr.published_walker())[0]).filter(like="and turn", axis=0)
+    cases = wr.case_table(wr.walker_gait(wr.walker_heading_summary())[0]).filter(
+        like="and turn", axis=0)
     assert len(cases) == 2 and cases["passed"].all() and (cases["mean_progress_ratio"] < 0).all()
     assert (cases["heading_speed_ratio"] >= gait.MIN_HEADING_SPEED_RATIO).all()
 
@@ -144,16 +145,26 @@ def test_chapter_4_states_the_recipes_and_their_published_runs_as_they_are():
         assert iteration["stands still"] == min(iteration.values())
         if walker.first_held(run.progress(), "walker") is not None:
             assert iteration["turns on command"] == max(iteration.values())
-    walker_record = wr.published_walker()
+    walker_record = wr.walker_heading_summary()
     assert walker_record["seeds_passing"] == 2 and "Two of its three seeds pass" in text
-    # The first passing checkpoint and the walker, as walker.json has them; the walker passes
-    # the ci-size CPU test the first one fails (turning in place, chapter 6).
+    # The first passing checkpoint and the recipe's walker, as its records have them; the
+    # walker passes the ci-size CPU test the first one fails (turning in place).
     first_run, first = walker_record["side_by_side"]["first_passing"].split("/")
     first_seed = int(first_run.rsplit("_s", 1)[1])
     assert f"The first checkpoint to pass is seed {first_seed}'s `{first}`" in text
     assert f"the first of them to pass did so at {first}." in text  # its time to walk
-    assert f"the book's walker is the same seed's `model_{walker_record['iteration']}`" in text
-    assert walker_record["seed"] == first_seed and walker_record["ci_gait_record"]
+    assert f"the recipe's walker is the same seed's `model_{walker_record['iteration']}`" in text
+    assert walker_record["seed"] == first_seed
+    assert f"(`{walker_record['ci_gait_record']}`)" in text
+    # and the book's walker, walker.json, comes from chapter 11's last lever
+    published = wr.published_walker()
+    first_run, first = published["first_passing"].split("/")
+    minutes = published["seeds"][str(published["seed"])]["minutes"]
+    assert published["recipe"] == wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.name
+    assert_stated(text, [
+        f"`{published['recipe'].upper()}`: its seed {published['seed']} passes at {first}, "
+        f"{minutes:.1f} minutes after launch with three trainings sharing an H100"],
+        "chapter 4 does not state the book's walker as walker.json has it")
 
 
 def test_chapter_11_states_the_env_count_comparison_as_recorded():
@@ -413,7 +424,7 @@ def test_chapter_5_states_what_the_walker_resumes_bought_as_their_records_have_i
               for seed, t in table.groupby(level="seed")}  # fmt: skip
     fewest = min(change, key=lambda seed: change[seed].min())
     most = max(change, key=lambda seed: change[seed].max())
-    verdicts = wr.seed_verdicts(wr.published_walker())
+    verdicts = wr.seed_verdicts(wr.walker_heading_summary())
     failing = [i.split()[-1] for i, ok in verdicts["passes"].items() if ok != "yes"]
     words = {1: "one", 2: "two", 3: "three"}
     passing = words[int((verdicts["passes"] == "yes").sum())]
@@ -753,13 +764,14 @@ def test_chapter_11_states_the_start_tests_as_recorded():
     chance = f"chance {sf.robots_per_full_case()} robots show none"
     first, last = walker["ended at (s)"].split("–")
     stated = [
-        f"the walker folds {walker['ended']} of its {walker['robots']} robots "
+        f"`WALKER_HEADING`'s walker folds {walker['ended']} of its {walker['robots']} robots "
         f"({walker['share (%)']:.1f} %), each between {first} and {last} s",
         f"would show none of them with a chance of only {walker[chance]:.2f}",
         f"`model_500` folds {lever['ended']} robot of {lever['robots']} "
         f"({lever['share (%)']:.1f} %), which the gait test misses with a chance of "
         f"{lever[chance]:.2f}",
-        f"the walker folds {walker['share (%)']:.1f} % of its starts into 0.4 m/s, the "
+        f"`WALKER_HEADING`'s walker folds {walker['share (%)']:.1f} % of its starts into 0.4 m/s, "
+        "the "
         f"turn-in-place lever's first passing checkpoint {lever['share (%)']:.1f} %",
         f"A gait test samples {sf.robots_per_full_case()} robots per case",
     ]
@@ -772,7 +784,7 @@ def test_chapter_11_states_the_start_tests_as_recorded():
     assert_stated(prose("06_replay.md"), [
         f"Each case has {sf.robots_per_full_case()} robots",
         f"two fastest forward cases alone with {robots} robots each",
-        f"walker folds its legs in {walker['share (%)']:.1f} % of its starts into 0.4 m/s",
+        f"recipe's walker folds its legs in {walker['share (%)']:.1f} % of its starts into 0.4 m/s",
     ], "chapter 6 does not state the start test as recorded")
     # "No robot of either ends its run at 0.3 m/s"
     assert (table.xs("forward_0.3", level="case")["ended"] == 0).all()

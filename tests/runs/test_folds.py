@@ -109,7 +109,7 @@ def test_a_two_mode_gait_test_folds_the_robot_counts_of_its_verdicts_mode(tmp_pa
 
 def test_the_heading_share_reads_the_verdicts_mode_and_refuses_counts_of_both(tmp_path):
     whole = wr.seed_run(42, recipe=wr.WALKER_HEADING)
-    robots = pd.read_csv(RESULTS / wr.published_walker()["gait_record"] / "robots.csv")
+    robots = pd.read_csv(RESULTS / wr.walker_heading_summary()["gait_record"] / "robots.csv")
     sideways = robots[robots["case"].str.startswith(("left", "right"))]
     steered = sideways[sideways["mode"] == "heading"]
     share = whole.heading_share(999, ("left", "right"))
@@ -276,6 +276,8 @@ def test_the_published_summary_records_fold_what_they_say():
         kept = {r.name for r in runs if (RESULTS / r.name).is_dir()}
         kept_whole = {wr.gait_history_folder(wr.WALKER): {wr.CANDIDATE_GAIT_TEST},
                       wr.gait_history_folder(wr.WALKER_HEADING): {
+                          wr.walker_heading_summary()["gait_record"]},
+                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW): {
                           wr.published_walker()["gait_record"]}}  # fmt: skip
         assert kept == kept_whole.get(name, set())
         assert record.wall_seconds == pytest.approx(sum(r.record.wall_seconds for r in runs))

@@ -186,7 +186,7 @@ def scale_outcomes(
     n_walker_seeds: int, n_narrow_seeds: int, walker_record: dict | None = None
 ) -> dict[str, str]:
     """The outcomes of the recipes trained at scale, judged by their gait tests
-    (``walker_record``: the published walker, ``walker.json``)."""
+    (``walker_record``: WALKER_HEADING's summary, ``walker_results.walker_heading_summary``)."""
     outcomes = {
         "walker": (
             f"the closest to walking: turns on command and walks forward and backward "
@@ -266,9 +266,10 @@ def preset_table(
     levers: Mapping[str, tuple[Sequence[Any], Sequence[Any]]] | None = None,
 ) -> pd.DataFrame:
     """One row per preset tried: built on, what it changed, and its outcome (the recipe that
-    passes from ``walker_record``, the published ``walker.json``; its row is left out without
-    one). ``levers`` maps a lever's preset name (:data:`LEVERS`) to its seed runs and its seeds
-    trained again alone (:func:`lever_outcome`); a lever's row is left out without them."""
+    passes from ``walker_record``, ``walker_results.walker_heading_summary()``; its row is left
+    out without one). ``levers`` maps a lever's preset name (:data:`LEVERS`) to its seed runs
+    and its seeds trained again alone (:func:`lever_outcome`); a lever's row is left out
+    without them."""
     if results_root is None:
         from mjlab_microduck.book import results
 

@@ -81,6 +81,15 @@ WALKER_HEADING_RUNS = recipe_runs(
     wr.WALKER_HEADING, kept=("h200_walker_heading_gait_s42_model_999",)
 )
 WALKER_HEADING_ALONE_RUNS = recipe_runs(wr.WALKER_HEADING_ALONE, seeds=(42,))
+WALKER_GAIT = "h100_walker_turning_axes_straight_start_fine_yaw_gait_s43_model_450"
+"""The published walker's gait test at full size on the GPU, kept whole beside its recipe's gait
+history (``walker.json``'s ``gait_record``): chapter 6 and the drive page read its robots."""
+PUBLISHED_WALKER_RUNS = (
+    *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW, kept=(WALKER_GAIT,)),
+    *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE, seeds=(43,)),
+)
+"""The published walker's recipe (``walker.json``): its seeds' training stages and gait
+history, its gait test kept whole, and its seed trained again alone."""
 WALKER_TURNING_RUNS = (*recipe_runs(wr.WALKER_TURNING),
                        *recipe_runs(wr.WALKER_TURNING_ALONE, seeds=(43,)),
                        *recipe_runs(wr.WALKER_TURNING_SHORT),
@@ -94,10 +103,8 @@ WALKER_TURNING_RUNS = (*recipe_runs(wr.WALKER_TURNING),
                        *recipe_runs(wr.WALKER_TURNING_AXES_FAST_START_STANDING),
                        *recipe_runs(wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR),
                        *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START),
-                       *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW),
-                       *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE,
-                                    seeds=(43,)))  # fmt: skip
-WALKER_CI_GAIT = "cpu_walker_heading_gait_s42_model_999"
+                       *PUBLISHED_WALKER_RUNS)  # fmt: skip
+WALKER_CI_GAIT = wr.FINE_YAW_CI_GAIT_TESTS["seed 43, model_450"]
 """The published walker's gait test on a CPU at ci size (``walker.json``'s ``ci_gait_record``)."""
 
 # The presets' recipe runs (256 envs, 500 + 1000 iterations) and their protocol replays, as
@@ -108,13 +115,13 @@ DEFAULT_PRESET_PREFIX = results.RECIPE_RUN_500.removesuffix("_train_500")
 ALL_PRESET_RUNS = (results.RECIPE_RUN_500, results.RECIPE_RUN_1500, results.RECIPE_REPLAYS,
                    "h200_train_500", "h200_resume_1500", "h200_replay_model_*",
                    results.PRESET_HISTORY)  # fmt: skip
-VIDEO_RUN = "cpu_walker_heading_video_s42_model_999"
+VIDEO_RUN = "cpu_walker_turning_axes_straight_start_fine_yaw_video_s43_model_450"
 EXPORT_RUNS = "cpu_export_*"
 """The exports of the book's checkpoints (``microduck export``): chapter 6 and the drive page."""
 FRONT_PAGE_RUNS = _unique((
     chapter_times.CI_BUILD_RECORD,
     *(run for chapter in chapter_times.CHAPTERS for work in chapter.full for run in work.runs),
-    *WALKER_HEADING_RUNS, VIDEO_RUN, *start_folds.START_TESTS.values(),
+    *PUBLISHED_WALKER_RUNS, VIDEO_RUN,
 ))  # fmt: skip
 
 CHAPTERS: tuple[ChapterRuns, ...] = (
@@ -135,25 +142,28 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
     ChapterRuns(
         "notebooks/04_train_500", "The 500-iteration run",
         (*ALL_PRESET_RUNS, *WALKER_RUNS, *WALKER_NARROW_RUNS, *WALKER_HEADING_RUNS,
-         *WALKER_TURNING_RUNS, "bench_h200"),
+         wr.HEADING_CI_GAIT_TEST, *WALKER_HEADING_ALONE_RUNS, *WALKER_TURNING_RUNS,
+         "bench_h200"),
         "The recorded first stage (`results.RECIPE_RUN_500`) and its replay of `model_499.pt`; "
         "every preset's runs and protocol replays (`acceptance.preset_outcomes`), the "
         "superseded ones as rows of summary records; the walker recipes at scale and the "
         "levers tried on the one that passes, one row each in the preset table "
         "(`walker_results.seed_runs`: their training stages, their gait histories and the "
-        "gait tests kept whole), the walker (`walker.json`) and its time to walk; the "
+        "gait tests kept whole), `WALKER_HEADING`'s walker with its ci-size test and its seed "
+        "trained again alone, the book's walker (`walker.json`) and its time to walk; the "
         "benchmark's time per iteration alone (`bench_h200/bench.csv`).",
     ),
     ChapterRuns(
         "notebooks/05_resume_1500", "Resuming to 1500 updates",
         (results.RECIPE_RUN_500, results.RECIPE_RUN_1500, *WALKER_RUNS, *WALKER_HEADING_RUNS),
         "The two recorded stages (`results.RECIPE_RUN_500`, `results.RECIPE_RUN_1500`), the "
-        "`WALKER` recipe's stages and gait tests (`walker_results.seed_runs`) and the seeds' "
-        "verdicts of the recipe that passes (`walker.json`).",
+        "`WALKER` and `WALKER_HEADING` recipes' stages and gait tests "
+        "(`walker_results.seed_runs`), and the seeds' verdicts of the heading recipe "
+        "(`walker_results.walker_summary`).",
     ),
     ChapterRuns(
         "notebooks/06_replay", "Replay and the gait test",
-        (*WALKER_HEADING_RUNS, WALKER_CI_GAIT, VIDEO_RUN, EXPORT_RUNS, *ALL_PRESET_RUNS,
+        (*PUBLISHED_WALKER_RUNS, WALKER_CI_GAIT, VIDEO_RUN, EXPORT_RUNS, *ALL_PRESET_RUNS,
          wr.stage_folder(wr.WALKER, "resume", 42)),
         "The walker (`walker.json`): its checkpoint, its recorded gait tests at full size and "
         "at ci size (`walker_results.walker_gait`), the video replay (the schedule `tour`), "
@@ -208,8 +218,8 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
         "book/intro", "The front page", FRONT_PAGE_RUNS,
         "The table of chapters (`chapter_times.front_page_table`): the ci build record and the "
         "runs `chapter_times.CHAPTERS` adds up for the full column; the video at the top is "
-        "chapter 6's replay of the walker candidate; the walker's card (`walker_results."
-        "walker_card`) names the start test of its checkpoint (`start_folds.START_TESTS`).",
+        "chapter 6's replay of the walker; the walker's card (`walker_results.walker_card`): "
+        "its recipe's seeds and gait tests, and its seed trained again alone.",
     ),
     ChapterRuns(
         "book/appendix_tests", "Appendix: tests and acceptance", (ci_run.CI_RUN_RECORD,),

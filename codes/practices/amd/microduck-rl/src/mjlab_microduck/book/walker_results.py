@@ -162,7 +162,8 @@ WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE = Recipe(
 """WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's seed 43, which passed at model_450 side by side,
 trained again alone on one H100 for its time to walk (warm kernel cache, managers from graphs,
 the gait watcher every 25th checkpoint from 350). Published by its gait tests alone: the
-device time ran out at iteration 534, so its record ends ``interrupted`` and is not published."""
+training was stopped (SIGTERM) after model_525, so its record ends ``interrupted``, and only
+finished trainings are published."""
 WALKER_TASK = WALKER.task
 CANDIDATE_GAIT_TEST = "h200_walker_gait_s42_model_550"
 """The gait test of the walker recipe's candidate, kept whole beside the recipe's gait history:
@@ -654,9 +655,10 @@ def failed_conditions_table(groups: Mapping[str, Sequence[SeedRun]]) -> pd.DataF
         for run in runs:
             progress = run.progress().set_index("iteration")["failed_conditions"]
             rows[label if len(runs) == 1 else f"{label}, s{run.seed}"] = progress
-    frame = pd.DataFrame(rows).T.sort_index(axis=1).astype("Int64")
+    frame = pd.DataFrame(rows).T.sort_index(axis=1)
     frame.columns = [f"model_{iteration}" for iteration in frame.columns]
-    return frame
+    # whole numbers where tested, an empty cell where not (not NaN or <NA>)
+    return frame.astype("Int64").astype(object).where(frame.notna(), "")
 
 
 NEAR_PASS_MAX_FAILED = 15
@@ -851,6 +853,23 @@ def write_walker(
     summary = walker_summary(runs, walker_at, ci_gait_record, alone, walker_alone)
     text = json.dumps(summary, indent=2) + "\n"
     return records.atomic_write_text(path, text)
+
+
+HEADING_WALKER_AT = (42, 999)
+"""The checkpoint of WALKER_HEADING that chapter 4 shows as its walker: seed 42's model_999,
+the first passing seed's checkpoint that also passes the ci-size test on a CPU
+(:data:`HEADING_CI_GAIT_TEST`), where its first pass, model_900, does not."""
+HEADING_CI_GAIT_TEST = "cpu_walker_heading_gait_s42_model_999"
+
+
+def walker_heading_summary(results_root: str | Path | None = None) -> dict:
+    """:func:`walker_summary` of WALKER_HEADING, chapter 4's recipe at scale: its seeds'
+    verdicts, its walker (:data:`HEADING_WALKER_AT`) and its time to walk, side by side and
+    with seed 42 trained again alone (:data:`WALKER_HEADING_ALONE`)."""
+    return walker_summary(
+        seed_runs(results_root, WALKER_HEADING), HEADING_WALKER_AT, HEADING_CI_GAIT_TEST,
+        [seed_run(42, results_root, WALKER_HEADING_ALONE)],
+    )  # fmt: skip
 
 
 def published_walker(results_root: str | Path | None = None) -> dict | None:
