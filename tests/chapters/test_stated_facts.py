@@ -165,6 +165,11 @@ def test_chapter_4_states_the_recipes_and_their_published_runs_as_they_are():
         f"`{published['recipe'].upper()}`: its seed {published['seed']} passes at {first}, "
         f"{minutes:.1f} minutes after launch with three trainings sharing an H100"],
         "chapter 4 does not state the book's walker as walker.json has it")
+    # chapter 6 names the GPU of the walker's recorded full-size test
+    _, gait_record = wr.walker_gait(published)
+    card = gait_record.provenance.device_name.split()[1]  # "NVIDIA H100 80GB HBM3" -> H100
+    assert f"the walker's recorded `full` test (one {card}," in prose("06_replay.md")
+    assert f"passes it at full size on an {card}" in prose("06_replay.md")
 
 
 def test_chapter_11_states_the_env_count_comparison_as_recorded():
