@@ -195,3 +195,28 @@ def test_notebook_executed_successfully(cache, path: Path):
     assert match["profile"] in {"ci", "full"}
     if IN_CI:
         assert match["profile"] == "ci", f"{path.name}: CI must build the ci profile"
+
+
+# pandas cuts a cell longer than display.max_colwidth and ends it with "...": a run name or a
+# sentence cut in the middle says nothing
+CUT_CELL_RE = re.compile(r"[^\s>.]\.\.\.</td>")
+
+
+def executed_pages() -> list[Path]:
+    """The chapters and the book's own pages with code cells (the front page, appendices)."""
+    pages = sorted(p for p in (REPO / "book").glob("*.md") if "{code-cell}" in p.read_text())
+    return [*notebook_paths(), *pages]
+
+
+@pytest.mark.parametrize("path", executed_pages(), ids=lambda p: p.name)
+def test_no_table_of_an_executed_notebook_cuts_its_cells(cache, path: Path):
+    try:
+        record = cache.get_cached_project_nb(str(path.resolve()))
+    except KeyError:
+        pytest.fail(f"{path.name}: no successful cached execution; run `make book`")
+    nb = cache.get_cache_bundle(record.pk).nb
+    cut = [match.group(0) for c in nb.cells if c.cell_type == "code"
+           for o in c.get("outputs", []) for match in CUT_CELL_RE.finditer(
+               "".join(o.get("data", {}).get("text/html", "")))]  # fmt: skip
+    assert cut == [], (f"{path.name}: a table cuts its cells ({cut[:3]}): "
+                       'pd.set_option("display.max_colwidth", None) in its first cell')
