@@ -22,6 +22,7 @@ def test_replays_that_run_nothing_fail_the_check(monkeypatch, capsys):
 @pytest.mark.parametrize(("argv", "message"), [
     (["--steps", "3"], "--steps must be at least 8"),
     (["--num-envs", "0"], "--num-envs must be at least 1"),
+    (["--plain-runs", "1"], "--plain-runs must be at least 2"),
     (["--scope", "everything"], "everything"),
     (["--device", "gpu7"], "gpu7"),
 ])  # fmt: skip

@@ -36,14 +36,25 @@ def _run(*rewards, logged=("a",)):
 
 
 def test_a_failure_names_the_first_step_that_parts_beyond_the_plain_runs_own_noise():
+    """The noise at a step is the largest difference between any two plain runs there; the
+    replayed run is measured against the plain run nearest it."""
     plain = _run([0.0, 1.0], [0.0, 1.0], [0.0, 1.0], [5.0, 1.0])
     again = _run([0.0, 1.0], [0.0, 1.0], [0.0, 1.0], [2.0, 1.0])  # the plain runs part at 3
     # the replay parts at step 1 (0.5 over no noise); at step 3 within the noise (1 < 3)
     replayed = _run([0.0, 1.0], [0.0, 1.5], [0.0, 1.0], [4.0, 1.0])
-    assert graph_check.first_parting(plain, again, replayed) == (1, "rewards: 1 against 1.5")
-    assert graph_check.first_parting(plain, again, again) is None
+    assert graph_check.first_parting([plain, again], replayed) == (1, "rewards: 1 against 1.5")
+    assert graph_check.first_parting([plain, again], again) is None
     gaps = graph_check.step_differences(plain, replayed)
     assert [gap for gap, _ in gaps] == [0.0, 0.5, 0.0, 1.0]
+    # a third plain run that parts at step 1 too widens the noise there: the replay is then
+    # judged against the plain run nearest it, and passes
+    third = _run([0.0, 1.0], [0.0, 1.4], [0.0, 1.0], [4.0, 1.0])
+    assert graph_check.noise([plain, again, third]) == pytest.approx([0.0, 0.4, 0.0, 3.0])
+    nearest = graph_check.nearest_differences([plain, again, third], replayed)
+    assert [gap for gap, _ in nearest] == pytest.approx([0.0, 0.1, 0.0, 0.0])
+    assert graph_check.first_parting([plain, again, third], replayed) is None
+    with pytest.raises(ValueError, match="at least 2 plain runs"):
+        graph_check.first_parting([plain], replayed)
 
 
 def test_steps_that_hold_other_metrics_nans_or_more_steps_part_infinitely():

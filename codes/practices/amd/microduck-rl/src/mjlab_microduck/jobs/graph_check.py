@@ -3,11 +3,13 @@
 Problem: the ``manager_graphs`` hook replays kernels, not Python. Its CPU stand-in checks the
 Python bookkeeping value for value (the tests), but what only a GPU's own graphs can get wrong
 (their memory, their stream) shows only on that GPU, which has no test runner. This job steps a
-task's env with the same random actions three times, twice with plain calls and once with the
-hook's scope replayed, and compares every observation, reward, termination and logged metric,
-step by step. A replayed step passes when it differs from the plain one no more than the two
-plain runs differ at that step (GPU physics need not repeat bit for bit, and random actions make
-the runs part as robots fall), or by at most :data:`TOLERANCE`; the check passes when every step
+task's env with the same random actions several times with plain calls (``plain_runs``, three
+by default) and once with the hook's scope replayed, and compares every observation, reward,
+termination and logged metric, step by step. A replayed step passes when it differs from the
+nearest plain run no more than the plain runs differ from one another at that step (GPU physics
+need not repeat bit for bit, random actions make the runs part as robots fall, and one pair of
+plain runs may happen to agree at a step where a third does not), or by at most
+:data:`TOLERANCE`; the check passes when every step
 does and every call of the scope was captured and replayed (none left eager). A failure names
 the first step that parts and what parted there, which is where to look; on a GPU the result
 also lists the operators of a plain step that take a tensor in host memory beside device
@@ -23,6 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -36,8 +40,8 @@ Scope = Literal["managers", "step"]
 
 @dataclass(frozen=True)
 class GraphCheckRequest:
-    """Step a task's env plainly twice and once replayed from graphs; pass when the replayed
-    steps match. Exit 0 pass, 1 fail, 2 bad input."""
+    """Step a task's env plainly several times and once replayed from graphs; pass when the
+    replayed steps match. Exit 0 pass, 1 fail, 2 bad input."""
 
     device: str = "cpu"
     """torch device of the env, e.g. cpu or cuda:0"""
@@ -51,6 +55,9 @@ class GraphCheckRequest:
     """env steps per run (the first four of each call are eager: three watched, one captured)"""
     seed: int = 4
     """the env's seed; the actions are drawn from a generator of their own"""
+    plain_runs: int = 3
+    """runs with plain calls: their differences at each step are the noise the replayed run is
+    measured against (at least 2)"""
     json: bool = False
     """print the result as JSON"""
 
@@ -58,6 +65,8 @@ class GraphCheckRequest:
         """Refuse what can be seen before an env exists (``ValueError``, one line)."""
         if self.num_envs < 1:
             raise ValueError(f"--num-envs must be at least 1, got {self.num_envs}")
+        if self.plain_runs < 2:
+            raise ValueError(f"--plain-runs must be at least 2, got {self.plain_runs}")
         if self.steps < 8:
             raise ValueError(f"--steps must be at least 8 (four eager calls, then replays), "
                              f"got {self.steps}")  # fmt: skip
@@ -79,12 +88,13 @@ class GraphCheckResult:
     replays: int
     eager: dict[str, str] = field(default_factory=dict)
     spread: float = 0.0
-    """largest difference between the two plain runs"""
+    """largest difference between two plain runs"""
     difference: float = 0.0
-    """largest difference between the replayed run and the first plain one"""
+    """largest difference, over the steps, between the replayed run and the plain run nearest it
+    at that step"""
     parted_at: int | None = None
-    """the first step (0-based) whose replayed values differ from the plain ones more than the
-    plain runs differ there (None: none does)"""
+    """the first step (0-based) whose replayed values differ from the nearest plain run's more
+    than the plain runs differ from one another there (None: none does)"""
     parted: str = ""
     """what parted there, e.g. ``rewards: 0.31 against 0`` or ``logged metrics: ...``"""
     host_tensors: list[str] = field(default_factory=list)
@@ -194,37 +204,52 @@ def _nan_gaps(gap: Any, x: Any, y: Any) -> Any:
     return torch.where(nan_x ^ nan_y, torch.full_like(gap, float("inf")), gap)
 
 
-def first_parting(
-    plain: list[Step], again: list[Step], replayed: list[Step]
-) -> tuple[int, str] | None:
-    """The first step at which ``replayed`` differs from ``plain`` by more than ``again`` (a
-    second plain run) does there, and by more than :data:`TOLERANCE`; None when none does."""
-    noise = step_differences(plain, again)
-    for step, ((gap, where), (spread, _)) in enumerate(
-            zip(step_differences(plain, replayed), noise, strict=False)):
+def noise(plains: Sequence[list[Step]]) -> list[float]:
+    """Per step: the largest difference between any two of the plain runs ``plains``."""
+    pairs = [step_differences(a, b) for a, b in itertools.combinations(plains, 2)]
+    return [max(gap for gap, _ in column) for column in zip(*pairs, strict=True)]
+
+
+def nearest_differences(
+    plains: Sequence[list[Step]], replayed: list[Step]
+) -> list[tuple[float, str]]:
+    """Per step: the difference between ``replayed`` and the plain run nearest it there."""
+    against = [step_differences(plain, replayed) for plain in plains]
+    return [min(column, key=lambda hit: hit[0]) for column in zip(*against, strict=True)]
+
+
+def first_parting(plains: Sequence[list[Step]], replayed: list[Step]) -> tuple[int, str] | None:
+    """The first step at which ``replayed`` differs from the nearest of ``plains`` (plain runs,
+    at least two) by more than the plain runs differ from one another there, and by more than
+    :data:`TOLERANCE`; None when none does."""
+    if len(plains) < 2:
+        raise ValueError(f"the noise needs at least 2 plain runs, got {len(plains)}")
+    for step, ((gap, where), spread) in enumerate(
+            zip(nearest_differences(plains, replayed), noise(plains), strict=False)):
         if gap > max(spread, TOLERANCE):
             return step, where
     return None
 
 
 def compare(request: GraphCheckRequest) -> GraphCheckResult:
-    """Run the env plainly twice and once replayed in the request's scope, and compare."""
+    """Run the env plainly ``plain_runs`` times and once replayed in the request's scope, and
+    compare."""
     host_tensors: list[str] = []
     with manager_graphs.installed("0", request.scope):
-        plain = env_steps(request, host_tensors)
-        again = env_steps(request)
+        plains = [env_steps(request, host_tensors if run == 0 else None)
+                  for run in range(request.plain_runs)]  # fmt: skip
     replay_mode = "emulate" if request.device == "cpu" else "1"
     with manager_graphs.installed(replay_mode, request.scope):
         replayed = env_steps(request)
         details = manager_graphs.status().details
-    parted_at, parted = first_parting(plain, again, replayed) or (None, "")
+    parted_at, parted = first_parting(plains, replayed) or (None, "")
     return GraphCheckResult(
         device=request.device, scope=request.scope, num_envs=request.num_envs,
         steps=request.steps, resets=sum(
-            int(step["terminations"].sum() + step["time-outs"].sum()) for step in plain),
+            int(step["terminations"].sum() + step["time-outs"].sum()) for step in plains[0]),
         calls=details.get("managers", 0), graphs=details.get("graphs", 0),
         replays=details.get("replays", 0), eager=dict(details.get("eager", {})),
-        spread=max((gap for gap, _ in step_differences(plain, again)), default=0.0),
-        difference=max((gap for gap, _ in step_differences(plain, replayed)), default=0.0),
+        spread=max(noise(plains), default=0.0),
+        difference=max((gap for gap, _ in nearest_differences(plains, replayed)), default=0.0),
         parted_at=parted_at, parted=parted, host_tensors=host_tensors,
     )  # fmt: skip
