@@ -118,9 +118,7 @@ CHAPTERS: tuple[Chapter, ...] = (
         "notebooks/06_replay",
         "the gait test, replays of the published checkpoints, a video, a command sweep",
         (
-            # the published walker's (walker.json's gait_record), tested on an H100
-            GpuWork("the gait test",
-                    ("h100_walker_turning_axes_straight_start_fine_yaw_gait_s43_model_450",)),
+            GpuWork("the gait test", (results.WALKER_GAIT_TEST,)),
             GpuWork("the replays", (results.RECIPE_REPLAYS,)),
             GpuWork("the video replay"),
             GpuWork("the command sweep"),

@@ -52,6 +52,10 @@ RECIPE_RUN_1500 = "h200_forward_tracking_resume_1500"
 # record (runs.folds): the gait test superseded the 4-s replays, and a table still reads them.
 RECIPE_REPLAYS = "h200_forward_tracking_replays"
 PRESET_HISTORY = "h200_preset_history"
+# The published walker's gait test at full size on its GPU (walker.json's gait_record), kept
+# whole beside its recipe's gait history: chapter 6 shows and times it, the drive page reads
+# its robots.
+WALKER_GAIT_TEST = "h100_walker_turning_axes_straight_start_fine_yaw_gait_s43_model_450"
 
 TERMINATION_PREFIX = "Episode_Termination/"
 

@@ -81,11 +81,9 @@ WALKER_HEADING_RUNS = recipe_runs(
     wr.WALKER_HEADING, kept=("h200_walker_heading_gait_s42_model_999",)
 )
 WALKER_HEADING_ALONE_RUNS = recipe_runs(wr.WALKER_HEADING_ALONE, seeds=(42,))
-WALKER_GAIT = "h100_walker_turning_axes_straight_start_fine_yaw_gait_s43_model_450"
-"""The published walker's gait test at full size on the GPU, kept whole beside its recipe's gait
-history (``walker.json``'s ``gait_record``): chapter 6 and the drive page read its robots."""
 PUBLISHED_WALKER_RUNS = (
-    *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW, kept=(WALKER_GAIT,)),
+    *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW,
+                 kept=(results.WALKER_GAIT_TEST,)),
     *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE, seeds=(43,)),
 )
 """The published walker's recipe (``walker.json``): its seeds' training stages and gait

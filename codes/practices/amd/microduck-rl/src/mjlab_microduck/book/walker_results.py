@@ -868,7 +868,7 @@ def walker_heading_summary(results_root: str | Path | None = None) -> dict:
     with seed 42 trained again alone (:data:`WALKER_HEADING_ALONE`)."""
     return walker_summary(
         seed_runs(results_root, WALKER_HEADING), HEADING_WALKER_AT, HEADING_CI_GAIT_TEST,
-        [seed_run(42, results_root, WALKER_HEADING_ALONE)],
+        [seed_run(HEADING_WALKER_AT[0], results_root, WALKER_HEADING_ALONE)],
     )  # fmt: skip
 
 
