@@ -312,8 +312,8 @@ def test_training_curves_carry_the_clock_of_the_gait_tests(runs):
 
 def recipe_of(walker_record: dict) -> wr.Recipe:
     """The Recipe a walker.json names by its ``recipe``."""
-    (recipe,) = [r for r in vars(wr).values()
-                 if isinstance(r, wr.Recipe) and r.name == walker_record["recipe"]]  # fmt: skip
+    (recipe,) = {r for r in vars(wr).values()
+                 if isinstance(r, wr.Recipe) and r.name == walker_record["recipe"]}  # fmt: skip
     return recipe
 
 
@@ -539,6 +539,61 @@ def test_the_straight_start_fine_yaw_seed_trained_again_alone_is_read_by_its_gai
     assert wr.first_passing(alone) is None and progress["minutes"].isna().all()
 
 
+def test_the_walker_recipe_s_passing_seeds_timed_alone_without_mps_ran_and_stopped_at_a_pass():
+    recipe = wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS
+    assert recipe.task == wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task
+    expected = {44: (range(400, 676, 25), 675), 43: (range(450, 476, 25), 450)}
+    for seed, (tested, passed_at) in expected.items():
+        run = wr.seed_run(seed, recipe=recipe)
+        ((where, record),) = run.stages
+        assert record.status == "ok" and record.provenance.cuda_mps is False
+        assert "NVIDIA H100" in record.provenance.device_name
+        assert record.config["task"] == recipe.task and record.config["num_envs"] == 4096
+        # the gait watcher stopped it at its first pass, a checkpoint the record keeps (slim)
+        assert f"model_{passed_at} passed" in record.summary["stopped_on_request"]
+        assert run.checkpoint(passed_at).is_file()
+        assert run.progress()["iteration"].tolist() == list(tested)
+        assert wr.first_passing(run)[0] == passed_at
+        # alone without MPS, an iteration took under a second
+        scalars = run.scalars()
+        iteration_s = (scalars["Perf/collection_time"] + scalars["Perf/learning_time"]).median()
+        assert 0.8 < iteration_s < 1.0
+    # seed 43's second draw alone walked within the target, seed 44's did not
+    assert wr.first_passing(wr.seed_run(43, recipe=recipe))[1] * 60 <= wr.TIME_TO_WALK_TARGET_S
+    assert wr.first_passing(wr.seed_run(44, recipe=recipe))[1] * 60 > wr.TIME_TO_WALK_TARGET_S
+
+
+def test_walker_json_is_what_its_records_say(published):
+    assert published == wr.walker_record_summary()
+    assert (published["recipe"], published["seed"], published["iteration"]) == (
+        wr.WALKER_RECIPE.name, *wr.WALKER_AT)
+    # every training timed alone stands beside the soonest, which is the headline
+    draws = published["alone"]["runs"]
+    assert [(d["recipe"], d["seed"]) for d in draws] == [
+        (recipe.name, seed) for recipe, seed in wr.WALKER_TIMED_ALONE]
+    soonest = min((d for d in draws if d["minutes"] is not None), key=lambda d: d["minutes"])
+    assert published["time_to_walk_s"] == published["alone"]["time_to_walk_s"] == (
+        pytest.approx(soonest["minutes"] * 60.0, abs=0.1))
+    assert published["first_passing"].endswith(f"_s{soonest['seed']}/{soonest['first_passing']}")
+
+
+def test_alone_draws_lists_every_timed_training_and_whether_it_walked_in_time(published):
+    table = wr.alone_draws(published)
+    draws = published["alone"]["runs"]
+    assert len(table) == len(draws) == 3
+    assert table["walks within 10 min"].tolist() == [
+        "yes" if d["minutes"] is not None and d["minutes"] <= 10 else "no" for d in draws]
+    assert table["first passing checkpoint"].tolist() == [d["first_passing"] or "none"
+                                                         for d in draws]  # fmt: skip
+    card = wr.walker_card(published).iloc[0]
+    walked = (table["walks within 10 min"] == "yes").sum()
+    assert card["trainings timed alone that walk within 10 min"] == f"{walked} of 3"
+    # one timed training alone has no draws to list
+    assert "runs" not in wr.walker_heading_summary()["alone"]
+    with pytest.raises(KeyError):
+        wr.alone_draws(wr.walker_heading_summary())
+
+
 def test_failed_conditions_table_lines_up_trainings_checkpoint_by_checkpoint():
     side = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)
     alone = [wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE)]
@@ -558,8 +613,8 @@ def test_failed_conditions_table_lines_up_trainings_checkpoint_by_checkpoint():
 
 
 def test_every_recipe_says_the_env_count_and_the_gpu_its_training_records_ran():
-    recipes = [v for v in vars(wr).values() if isinstance(v, wr.Recipe)]
-    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 19
+    recipes = {v for v in vars(wr).values() if isinstance(v, wr.Recipe)}  # WALKER_RECIPE too
+    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 20
     checked = 0
     for recipe in recipes:
         for stage in recipe.stages:
@@ -572,8 +627,8 @@ def test_every_recipe_says_the_env_count_and_the_gpu_its_training_records_ran():
                     assert f"NVIDIA {recipe.machine.upper()}" in record.provenance.device_name
                     checked += 1
     # WALKER and WALKER_TURNING_AXES_FAST_START_FINE_PLANAR: 2 stages x 3 seeds; 11 recipes x
-    # 3 seeds; three seeds alone
-    assert checked == 48
+    # 3 seeds; five seeds alone
+    assert checked == 50
     assert wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR.machine == "h100"
 
 

@@ -225,6 +225,8 @@ def test_the_published_summary_records_fold_what_they_say():
                                   wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW),
                               wr.gait_history_folder(
                                   wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE),
+                              wr.gait_history_folder(
+                                  wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS),
                               }  # fmt: skip
     counts = {name: r.summary["runs"] for name, r in summaries.items()}
     assert counts == {results.RECIPE_REPLAYS: 5, results.PRESET_HISTORY: 28,
@@ -267,6 +269,10 @@ def test_the_published_summary_records_fold_what_they_say():
                       # trained, and 525, its last, tested after the training was stopped
                       wr.gait_history_folder(
                           wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE): 8,
+                      # seeds 44 and 43 again alone, MPS off: every 25th checkpoint from 400
+                      # (44) and 450 (43) to each one's pass, and the one saved before it stopped
+                      wr.gait_history_folder(
+                          wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS): 14,
                       }  # fmt: skip
     for name, record in summaries.items():
         records.verify_artifacts(record, RESULTS / name)

@@ -85,9 +85,11 @@ PUBLISHED_WALKER_RUNS = (
     *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW,
                  kept=(results.WALKER_GAIT_TEST,)),
     *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE, seeds=(43,)),
+    *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS, seeds=(43, 44)),
 )
 """The published walker's recipe (``walker.json``): its seeds' training stages and gait
-history, its gait test kept whole, and its seed trained again alone."""
+history, its gait test kept whole, and its passing seeds trained again alone (seed 43 under
+CUDA MPS, then seeds 44 and 43 without)."""
 WALKER_TURNING_RUNS = (*recipe_runs(wr.WALKER_TURNING),
                        *recipe_runs(wr.WALKER_TURNING_ALONE, seeds=(43,)),
                        *recipe_runs(wr.WALKER_TURNING_SHORT),

@@ -164,6 +164,16 @@ trained again alone on one H100 for its time to walk (warm kernel cache, manager
 the gait watcher every 25th checkpoint from 350). Published by its gait tests alone: the
 training was stopped (SIGTERM) after model_525, so its record ends ``interrupted``, and only
 finished trainings are published."""
+WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS = Recipe(
+    "walker_turning_axes_straight_start_fine_yaw_alone_no_mps",
+    WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task,
+    ("main",),
+    machine="h100",
+)
+"""WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's passing seeds (43 and 44) each trained again alone
+on one H100 with CUDA MPS left off (``MPS=0``), for the recipe's time to walk: one after the
+other on the same machine, seed 44 first (watcher every 25th checkpoint from 400, kernel cache
+warmed first) and then seed 43 (watcher from 450), each stopped at its first pass."""
 WALKER_TASK = WALKER.task
 CANDIDATE_GAIT_TEST = "h200_walker_gait_s42_model_550"
 """The gait test of the walker recipe's candidate, kept whole beside the recipe's gait history:
@@ -187,6 +197,7 @@ FINE_YAW_CI_GAIT_TESTS = {
 gait-tested again at ci size on a CPU, the size the book build tests its walker at."""
 TIME_TO_WALK_TARGET_S = 600.0
 """The time to walk the book aims at: 10 minutes from launch on one GPU."""
+_TARGET_MIN = f"{TIME_TO_WALK_TARGET_S / 60.0:g}"
 COMPILE_KEYS = warp_log.COMPILED_KEYS
 """What a time to walk carries from its training record's summary."""
 WALKER_FILENAME = "walker.json"
@@ -748,8 +759,9 @@ def walker_summary(
     passing checkpoint reached first: ``side_by_side`` over ``runs`` (seeds sharing one GPU)
     and, given ``alone`` (the same recipe trained again alone on one GPU,
     :data:`WALKER_HEADING_ALONE`), ``alone``, which also says how many of its checkpoints were
-    gait-tested and the last of them (``tested``, ``last_tested``); ``time_to_walk_s`` and
-    ``first_passing`` are the alone figure once one passes, else the side-by-side one. With
+    gait-tested and the last of them (``tested``, ``last_tested``), and, for more than one
+    training timed alone, each of them (``runs``); ``time_to_walk_s`` and ``first_passing``
+    are the alone figure once one passes, else the side-by-side one. With
     ``walker_alone``, the walker is a checkpoint of the ``alone`` runs instead (``walker_at``,
     else the first that passes there): the training timed for its walker, on the machine that
     timed it; the seeds' verdicts stay the side-by-side ones. Raises :class:`NoWalkerError`
@@ -804,6 +816,10 @@ def walker_summary(
         tested = [run.progress()["iteration"] for run in alone]
         entry["tested"] = sum(len(iterations) for iterations in tested)
         entry["last_tested"] = f"model_{max(int(iterations.max()) for iterations in tested)}"
+        if len(alone) > 1:
+            # each timed training is one draw: the headline is the soonest, so every draw
+            # stands beside it
+            entry["runs"] = [_alone_draw(run) for run in alone]
         summary["alone"] = entry
         headline = measured or side_by_side
     summary["time_to_walk_s"] = headline["time_to_walk_s"]
@@ -811,6 +827,18 @@ def walker_summary(
     if ci_gait_record is not None:
         summary["ci_gait_record"] = ci_gait_record
     return summary
+
+
+def _alone_draw(run: SeedRun) -> dict:
+    """One training timed alone: its recipe and seed, its first passing checkpoint and the
+    minutes of training to it (None where none passed, or where its records keep no clock),
+    and how many of its checkpoints were gait-tested, to which."""
+    hit, iterations = first_passing(run), run.progress()["iteration"]
+    minutes = None if hit is None or not run.stages else round(hit[1], 3)
+    return {"recipe": run.recipe.name, "seed": run.seed,
+            "first_passing": f"model_{hit[0]}" if hit is not None else None,
+            "minutes": minutes, "tested": int(len(iterations)),
+            "last_tested": f"model_{int(iterations.max())}"}  # fmt: skip
 
 
 def _first_stage(run: SeedRun) -> str:
@@ -869,6 +897,30 @@ def walker_heading_summary(results_root: str | Path | None = None) -> dict:
     return walker_summary(
         seed_runs(results_root, WALKER_HEADING), HEADING_WALKER_AT, HEADING_CI_GAIT_TEST,
         [seed_run(HEADING_WALKER_AT[0], results_root, WALKER_HEADING_ALONE)],
+    )  # fmt: skip
+
+
+WALKER_RECIPE = WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW
+"""The recipe of the book's walker (``walker.json``)."""
+WALKER_AT = (43, 450)
+"""The book's walker: seed 43's model_450, its recipe's first pass side by side, which also
+passes the ci-size test on a CPU (:data:`WALKER_CI_GAIT_TEST`)."""
+WALKER_CI_GAIT_TEST = "cpu_walker_turning_axes_straight_start_fine_yaw_gait_s43_model_450"
+WALKER_TIMED_ALONE = (
+    (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE, 43),
+    (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS, 44),
+    (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS, 43),
+)
+"""The walker recipe's passing seeds trained again alone on one H100 for its time to walk, in
+the order they ran: seed 43 under CUDA MPS, then seeds 44 and 43 with MPS left off."""
+
+
+def walker_record_summary(results_root: str | Path | None = None) -> dict:
+    """:func:`walker_summary` of the book's walker from its records: what ``walker.json``
+    holds (:func:`write_walker` writes it; a test checks the two agree)."""
+    return walker_summary(
+        seed_runs(results_root, WALKER_RECIPE), WALKER_AT, WALKER_CI_GAIT_TEST,
+        [seed_run(seed, results_root, recipe) for recipe, seed in WALKER_TIMED_ALONE],
     )  # fmt: skip
 
 
@@ -933,11 +985,35 @@ def walker_card(walker_record: dict, results_root: str | Path | None = None) -> 
             round(seconds / 60.0, 1) if seconds is not None
             else f"none: that training passes no checkpoint by {alone['last_tested']}"
         )  # fmt: skip
+        if "runs" in alone:  # the soonest of several draws: say how many walked in time
+            row[f"trainings timed alone that walk within {_TARGET_MIN} min"] = (
+                f"{sum(1 for draw in alone['runs'] if _within_target(draw))} of "
+                f"{len(alone['runs'])}")  # fmt: skip
     folded = start_folds.folded_starts_text(walker_checkpoint(walker_record, results_root),
                                             results_root=results_root)  # fmt: skip
     if folded is not None:
         row["starts into 0.4 m/s that fold (start test)"] = folded
     return pd.DataFrame([row]).set_index("recipe")
+
+
+def _within_target(draw: dict) -> bool:
+    return draw["minutes"] is not None and draw["minutes"] * 60.0 <= TIME_TO_WALK_TARGET_S
+
+
+def alone_draws(walker_record: dict) -> pd.DataFrame:
+    """Each training of the walker's recipe timed alone on one GPU (``walker.json``'s
+    ``alone.runs``): its seed, its first passing checkpoint and minutes from launch, how many
+    checkpoints were tested, and whether it walked within the target. Raises KeyError when the
+    walker record has fewer than two."""
+    rows = [
+        {"training": f"{i}: {draw['recipe'].upper()}, seed {draw['seed']}",
+         "first passing checkpoint": draw["first_passing"] or "none",
+         "minutes from launch": draw["minutes"],
+         "checkpoints tested": f"{draw['tested']}, to {draw['last_tested']}",
+         f"walks within {_TARGET_MIN} min": "yes" if _within_target(draw) else "no"}
+        for i, draw in enumerate(walker_record["alone"]["runs"], start=1)
+    ]  # fmt: skip
+    return pd.DataFrame(rows).set_index("training")
 
 
 def seed_verdicts(walker_record: dict) -> pd.DataFrame:
