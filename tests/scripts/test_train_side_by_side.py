@@ -90,20 +90,6 @@ def test_cuda_mps_is_started_unless_mps_is_0(tmp_path, mps, started):
     assert ("CUDA MPS started" in proc.stdout) is started
 
 
-@pytest.mark.parametrize(("seeds", "started"), [(("43",), False), (("42", "43", "44"), True)])
-def test_cuda_mps_is_on_by_default_for_several_seeds_and_off_for_one(
-    tmp_path, monkeypatch, seeds, started
-):
-    monkeypatch.delenv("MPS", raising=False)
-    proc = run(tmp_path, TASK, "100", str(tmp_path / "walker"), *seeds, mps_control=True)
-    assert proc.returncode == 0, proc.stderr
-    trains = [line for line in calls(tmp_path, len(seeds) + 1) if line.startswith("train")]
-    assert len(trains) == len(seeds)
-    mps_log = tmp_path / "mps.log"
-    assert (mps_log.read_text().split() if mps_log.exists() else []) == (["-d"] if started else [])
-    assert ("CUDA MPS started" in proc.stdout) is started
-
-
 def test_a_start_watcher_start_tests_the_same_checkpoints_beside_the_gait_watcher(tmp_path):
     out = tmp_path / "walker"
     proc = run(tmp_path, TASK, "600", str(out), START_WATCH="1", WATCH_FROM="200")

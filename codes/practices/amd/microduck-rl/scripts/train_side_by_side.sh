@@ -20,10 +20,9 @@
 #                     (OUT/warmup, OUT/warmup.log) compiles Warp's kernels into its cache, so
 #                     the trainings' start-up loads them instead of compiling them (each train
 #                     record's summary counts the modules it compiled: warp_modules_compiled)
-#   MPS [1 for several seeds, 0 for one]   1: start CUDA MPS, so that the trainings' kernels
-#                     overlap; 0: leave it off. A training alone is faster without it (on an
-#                     H100, 0.90 s per iteration against 1.15 s under MPS: every kernel launch
-#                     passes through the MPS server), so one seed leaves it off unless MPS=1
+#   MPS [1]           0: leave CUDA MPS off (to time a training alone without it: under MPS
+#                     every kernel launch passes through the MPS server; without it, a gait
+#                     test takes the GPU in turns with the training, 4-9 s per test on an H100)
 #   RESUME_FROM []    a folder holding one entry per seed whose name ends in _s<seed>: a
 #                     training run folder (its last checkpoint) or a folder with that seed's
 #                     checkpoints (the last one); each seed's training continues from it as
@@ -43,7 +42,7 @@ SEEDS=("$@"); [ ${#SEEDS[@]} -gt 0 ] || SEEDS=(42 43 44)
 NUM_ENVS=${NUM_ENVS:-4096}; SAVE_INTERVAL=${SAVE_INTERVAL:-50}; DEVICE=${DEVICE:-cuda:0}
 WATCH_EVERY=${WATCH_EVERY:-50}; WATCH_FROM=${WATCH_FROM:-250}; START_WATCH=${START_WATCH:-0}
 WARM_KERNELS=${WARM_KERNELS:-0}; STOP_ON_PASS=${STOP_ON_PASS:-0}; WATCH_AFTER=${WATCH_AFTER:-0}
-RESUME_FROM=${RESUME_FROM:-}; MPS=${MPS:-$([ ${#SEEDS[@]} -gt 1 ] && echo 1 || echo 0)}
+RESUME_FROM=${RESUME_FROM:-}; MPS=${MPS:-1}
 read -r -a MICRODUCK <<< "${MICRODUCK:-python3 -m mjlab_microduck.cli}"
 refuse() { echo "train_side_by_side.sh: $*" >&2; exit 2; }
 [[ $ITERS =~ ^[1-9][0-9]*$ ]] || refuse "ITERATIONS must be a positive integer (got $ITERS)"
