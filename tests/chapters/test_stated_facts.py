@@ -165,6 +165,18 @@ def test_chapter_4_states_the_recipes_and_their_published_runs_as_they_are():
         f"`{published['recipe'].upper()}`: its seed {published['seed']} passes at {first}, "
         f"{minutes:.1f} minutes after launch with three trainings sharing an H100"],
         "chapter 4 does not state the book's walker as walker.json has it")
+    # its time to walk: the same seed and checkpoint trained again alone
+    alone = published["alone"]
+    assert alone["seed"] == published["seed"]
+    assert alone["first_passing"].endswith(f"/model_{published['iteration']}")
+    assert_stated(text, [
+        f"the same seed passed at the same checkpoint {published['time_to_walk_s'] / 60:.1f} "
+        "minutes after launch: the book's time to walk, within the target, from one of three "
+        "trainings timed alone",
+        f"that seed walks {published['time_to_walk_s'] / 60:.1f} minutes after launch"],
+        "chapter 4 does not state the time to walk as walker.json has it")
+    assert len(alone["runs"]) == 3
+    assert published["time_to_walk_s"] <= wr.TIME_TO_WALK_TARGET_S
     # chapter 6 names the GPU of the walker's recorded full-size test
     _, gait_record = wr.walker_gait(published)
     card = gait_record.provenance.device_name.split()[1]  # "NVIDIA H100 80GB HBM3" -> H100
@@ -1050,6 +1062,60 @@ def test_chapter_11_states_the_narrow_yaw_rate_lever_s_seed_trained_again_alone_
     assert not yaw and failed.min() == 2 and len(closest) == 2
     assert at_first.provenance.device_name.startswith("NVIDIA H100")
     assert_stated(text, stated, "chapter 11 does not state seed 43's repeat alone as recorded")
+
+
+def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
+    from mjlab_microduck.book import walker_results as wr
+
+    text = prose("11_time_to_walk.md")
+    recipe = wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS
+    s44, s43 = (wr.seed_run(seed, recipe=recipe) for seed in (44, 43))
+    side = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)
+    (it44, min44), (it43, min43) = wr.first_passing(s44), wr.first_passing(s43)
+    side44 = wr.first_passing(side[2])[0]
+    failed44 = s44.progress().set_index("iteration")["failed_conditions"]
+    failed43 = s43.progress().set_index("iteration")["failed_conditions"]
+    clocks = wr.time_to_walk_table({"side": side, "s44": [s44], "s43": [s43]})
+    per_iteration = clocks["s per iteration (median)"]
+    cost = wr.watcher_cost_table({"s44": [s44], "s43": [s43]})
+    published = wr.published_walker()
+    draws = wr.alone_draws(published)
+    walked = int((draws["walks within 10 min"] == "yes").sum())
+    # seed 44's model_650: two robots at 0.4 m/s, each failing its progress and its termination
+    near = [row for row in s44.verdict(650)["table"] if not row["passed"]]
+    assert [row["case"] for row in near] == ["forward_0.4"] and failed44[650] == 4
+    assert failed43[it43] == 0 and s43.progress()["iteration"].min() == it43  # its first test
+    stated = [
+        f"Seed 44 alone passes at model_{it44}, {it44 - side44} iterations later than side by "
+        f"side; its model_650 fails {failed44[650]} conditions",
+        f"third training passes at model_{it43}, the first checkpoint its watcher tested",
+        f"model_{failed43.index.max()}, saved before the training stopped, fails "
+        f"{failed43.max()} conditions",
+        f"an iteration took {per_iteration['s44']:.2f} s for seed 44 and "
+        f"{per_iteration['s43']:.2f} s for seed 43, against {per_iteration['side']:.2f} s",
+        f"saved its passing model_{it43} {min43:.1f} minutes after launch",
+        f"Seed 44's came {min44:.1f} minutes after launch",
+        f"An iteration beside a test took {cost.loc['s44', 's per iteration beside a test']:.2f} s "
+        f"against {cost.loc['s44', 's per iteration otherwise']:.2f} s, so each of seed 44's "
+        f"tests added {cost.loc['s44', 's added per test']:.1f} s to its clock, "
+        f"{cost.loc['s44', 's added before the first pass']:.0f} s by its pass",
+        f"The recipe's time to walk on one H100 is {published['time_to_walk_s'] / 60:.1f} minutes, "
+        "the soonest of three draws",
+        f"the other two took {min44:.1f} minutes and passed nothing by model_525",
+        f"takes the GPU in turns with it, {cost.loc['s44', 's added per test']:.1f} s per test",
+        f"seed 43 passes at model_{it43} {min43:.1f} minutes after launch, the book's time to "
+        f"walk; seed 44 passes at model_{it44} after {min44:.1f} minutes",
+    ]
+    assert walked == 1 and len(draws) == 3
+    assert "One of the three trainings timed alone walks within ten minutes" in text
+    assert cost.loc["s43", "s added before the first pass"] == 0  # "its clock counts none"
+    assert (cost["CUDA MPS"] == "off").all()
+    assert published["time_to_walk_s"] == pytest.approx(min43 * 60, abs=0.1)
+    assert published["time_to_walk_s"] <= wr.TIME_TO_WALK_TARGET_S
+    assert_stated(text, stated, "chapter 11 does not state the recipe timed alone as recorded")
+    appendix = re.sub(r"\s+", " ", (REPO / "book/appendix_reproduce.md").read_text())
+    per_test = sorted(cost["s added per test"])
+    assert f"each test added {per_test[0]:.1f}–{per_test[1]:.1f} s to a lone training's" in appendix
 
 
 def test_chapter_11_states_what_the_manager_graphs_buy_as_recorded():
