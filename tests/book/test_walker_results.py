@@ -585,6 +585,9 @@ def test_alone_draws_lists_every_timed_training_and_whether_it_walked_in_time(pu
         "yes" if d["minutes"] is not None and d["minutes"] <= 10 else "no" for d in draws]
     assert table["first passing checkpoint"].tolist() == [d["first_passing"] or "none"
                                                          for d in draws]  # fmt: skip
+    minutes = table["minutes from launch"]
+    assert minutes.isna().tolist() == [d["minutes"] is None for d in draws]
+    assert minutes.dropna().tolist() == [round(d["minutes"], 1) for d in draws if d["minutes"]]
     card = wr.walker_card(published).iloc[0]
     walked = (table["walks within 10 min"] == "yes").sum()
     assert card["trainings timed alone that walk within 10 min"] == f"{walked} of 3"

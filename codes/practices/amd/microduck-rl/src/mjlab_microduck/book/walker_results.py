@@ -1008,7 +1008,7 @@ def alone_draws(walker_record: dict) -> pd.DataFrame:
     rows = [
         {"training": f"{i}: {draw['recipe'].upper()}, seed {draw['seed']}",
          "first passing checkpoint": draw["first_passing"] or "none",
-         "minutes from launch": draw["minutes"],
+         "minutes from launch": None if draw["minutes"] is None else round(draw["minutes"], 1),
          "checkpoints tested": f"{draw['tested']}, to {draw['last_tested']}",
          f"walks within {_TARGET_MIN} min": "yes" if _within_target(draw) else "no"}
         for i, draw in enumerate(walker_record["alone"]["runs"], start=1)
