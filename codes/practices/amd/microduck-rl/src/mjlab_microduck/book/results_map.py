@@ -104,7 +104,7 @@ WALKER_TURNING_RUNS = (*recipe_runs(wr.WALKER_TURNING),
                        *recipe_runs(wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR),
                        *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START),
                        *PUBLISHED_WALKER_RUNS)  # fmt: skip
-WALKER_CI_GAIT = wr.FINE_YAW_CI_GAIT_TESTS["seed 43, model_450"]
+WALKER_CI_GAIT = wr.WALKER_CI_GAIT_TEST
 """The published walker's gait test on a CPU at ci size (``walker.json``'s ``ci_gait_record``)."""
 
 # The presets' recipe runs (256 envs, 500 + 1000 iterations) and their protocol replays, as

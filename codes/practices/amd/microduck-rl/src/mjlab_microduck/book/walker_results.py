@@ -905,7 +905,7 @@ WALKER_RECIPE = WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW
 WALKER_AT = (43, 450)
 """The book's walker: seed 43's model_450, its recipe's first pass side by side, which also
 passes the ci-size test on a CPU (:data:`WALKER_CI_GAIT_TEST`)."""
-WALKER_CI_GAIT_TEST = "cpu_walker_turning_axes_straight_start_fine_yaw_gait_s43_model_450"
+WALKER_CI_GAIT_TEST = FINE_YAW_CI_GAIT_TESTS[f"seed {WALKER_AT[0]}, model_{WALKER_AT[1]}"]
 WALKER_TIMED_ALONE = (
     (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE, 43),
     (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS, 44),
