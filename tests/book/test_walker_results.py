@@ -563,6 +563,44 @@ def test_the_walker_recipe_s_passing_seeds_timed_alone_without_mps_ran_and_stopp
     assert wr.first_passing(wr.seed_run(44, recipe=recipe))[1] * 60 > wr.TIME_TO_WALK_TARGET_S
 
 
+def test_the_walker_recipe_timed_alone_under_mps_ran_every_seed_to_a_pass():
+    recipe = wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS
+    assert recipe.task == wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task
+    expected = {43: (range(350, 376, 25), 350), 42: (range(350, 526, 25), 500)}
+    for seed, (tested, passed_at) in expected.items():
+        run = wr.seed_run(seed, recipe=recipe)
+        ((where, record),) = run.stages
+        assert record.status == "ok" and record.provenance.cuda_mps is True
+        assert "NVIDIA H100" in record.provenance.device_name
+        assert record.config["task"] == recipe.task and record.config["num_envs"] == 4096
+        assert f"model_{passed_at} passed" in record.summary["stopped_on_request"]
+        assert run.checkpoint(passed_at).is_file()
+        assert run.progress()["iteration"].tolist() == list(tested)
+        assert wr.first_passing(run)[0] == passed_at
+        # alone under MPS, an iteration took about a second, as without it
+        scalars = run.scalars()
+        iteration_s = (scalars["Perf/collection_time"] + scalars["Perf/learning_time"]).median()
+        assert 0.9 < iteration_s < 1.1
+    # seed 42 passed nothing side by side; alone, each of the recipe's seeds has a pass
+    side_by_side = wr.seed_run(42, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)
+    assert wr.first_passing(side_by_side) is None
+    assert {seed for recipe, seed in wr.WALKER_TIMED_ALONE
+            if wr.first_passing(wr.seed_run(seed, recipe=recipe))} == set(wr.SEEDS)  # fmt: skip
+
+
+def test_the_mps_benches_ran_on_one_machine_off_then_on():
+    off, on = (records.load_record(RESULTS / name) for name in wr.H100_MPS_BENCHES)
+    assert (off.provenance.cuda_mps, on.provenance.cuda_mps) == (False, True)
+    assert off.provenance.hostname == on.provenance.hostname
+    assert off.provenance.device_name == on.provenance.device_name
+    assert off.started_at < on.started_at
+    table = wr.time_budget_table(20.0, benches=wr.H100_MPS_BENCHES)
+    assert table["CUDA MPS"].tolist() == ["off", "on"]
+    seconds = table["s per iteration alone (median)"]
+    # MPS does not slow a lone training: within 10 % of each other
+    assert abs(seconds.iloc[1] - seconds.iloc[0]) < 0.1 * seconds.iloc[0]
+
+
 def test_walker_json_is_what_its_records_say(published):
     assert published == wr.walker_record_summary()
     assert (published["recipe"], published["seed"], published["iteration"]) == (
@@ -580,7 +618,7 @@ def test_walker_json_is_what_its_records_say(published):
 def test_alone_draws_lists_every_timed_training_and_whether_it_walked_in_time(published):
     table = wr.alone_draws(published)
     draws = published["alone"]["runs"]
-    assert len(table) == len(draws) == 3
+    assert len(table) == len(draws) == len(wr.WALKER_TIMED_ALONE)
     assert table["walks within 10 min"].tolist() == [
         "yes" if d["minutes"] is not None and d["minutes"] <= 10 else "no" for d in draws]
     assert table["first passing checkpoint"].tolist() == [d["first_passing"] or "none"
@@ -590,7 +628,7 @@ def test_alone_draws_lists_every_timed_training_and_whether_it_walked_in_time(pu
     assert minutes.dropna().tolist() == [round(d["minutes"], 1) for d in draws if d["minutes"]]
     card = wr.walker_card(published).iloc[0]
     walked = (table["walks within 10 min"] == "yes").sum()
-    assert card["trainings timed alone that walk within 10 min"] == f"{walked} of 3"
+    assert card["trainings timed alone that walk within 10 min"] == f"{walked} of {len(draws)}"
     # one timed training alone has no draws to list
     assert "runs" not in wr.walker_heading_summary()["alone"]
     with pytest.raises(KeyError):
@@ -617,7 +655,7 @@ def test_failed_conditions_table_lines_up_trainings_checkpoint_by_checkpoint():
 
 def test_every_recipe_says_the_env_count_and_the_gpu_its_training_records_ran():
     recipes = {v for v in vars(wr).values() if isinstance(v, wr.Recipe)}  # WALKER_RECIPE too
-    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 20
+    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 21
     checked = 0
     for recipe in recipes:
         for stage in recipe.stages:
@@ -630,8 +668,8 @@ def test_every_recipe_says_the_env_count_and_the_gpu_its_training_records_ran():
                     assert f"NVIDIA {recipe.machine.upper()}" in record.provenance.device_name
                     checked += 1
     # WALKER and WALKER_TURNING_AXES_FAST_START_FINE_PLANAR: 2 stages x 3 seeds; 11 recipes x
-    # 3 seeds; five seeds alone
-    assert checked == 50
+    # 3 seeds; seven seeds alone
+    assert checked == 52
     assert wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR.machine == "h100"
 
 

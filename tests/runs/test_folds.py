@@ -227,6 +227,8 @@ def test_the_published_summary_records_fold_what_they_say():
                                   wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE),
                               wr.gait_history_folder(
                                   wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS),
+                              wr.gait_history_folder(
+                                  wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS),
                               }  # fmt: skip
     counts = {name: r.summary["runs"] for name, r in summaries.items()}
     assert counts == {results.RECIPE_REPLAYS: 5, results.PRESET_HISTORY: 28,
@@ -273,6 +275,10 @@ def test_the_published_summary_records_fold_what_they_say():
                       # (44) and 450 (43) to each one's pass, and the one saved before it stopped
                       wr.gait_history_folder(
                           wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS): 14,
+                      # seeds 43 and 42 again alone under MPS: every 25th checkpoint from 350
+                      # to each one's pass (43: 350, 42: 500) and the one saved before it stopped
+                      wr.gait_history_folder(
+                          wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS): 10,
                       }  # fmt: skip
     for name, record in summaries.items():
         records.verify_artifacts(record, RESULTS / name)

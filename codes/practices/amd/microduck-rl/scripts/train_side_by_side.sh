@@ -20,9 +20,10 @@
 #                     (OUT/warmup, OUT/warmup.log) compiles Warp's kernels into its cache, so
 #                     the trainings' start-up loads them instead of compiling them (each train
 #                     record's summary counts the modules it compiled: warp_modules_compiled)
-#   MPS [1]           0: leave CUDA MPS off (to time a training alone without it: under MPS
-#                     every kernel launch passes through the MPS server; without it, a gait
-#                     test takes the GPU in turns with the training, 4-9 s per test on an H100)
+#   MPS [1]           0: leave CUDA MPS off. MPS does not slow a lone training (on one H100,
+#                     0.92 s per iteration under it, 0.96 s without); without it a gait test
+#                     takes the GPU in turns with the training, 4-9 s per test on an H100
+#                     against about 1 s under MPS
 #   RESUME_FROM []    a folder holding one entry per seed whose name ends in _s<seed>: a
 #                     training run folder (its last checkpoint) or a folder with that seed's
 #                     checkpoints (the last one); each seed's training continues from it as

@@ -86,10 +86,11 @@ PUBLISHED_WALKER_RUNS = (
                  kept=(results.WALKER_GAIT_TEST,)),
     *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE, seeds=(43,)),
     *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS, seeds=(43, 44)),
+    *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS, seeds=(42, 43)),
 )
 """The published walker's recipe (``walker.json``): its seeds' training stages and gait
-history, its gait test kept whole, and its passing seeds trained again alone (seed 43 under
-CUDA MPS, then seeds 44 and 43 without)."""
+history, its gait test kept whole, and its seeds trained again alone (seed 43 under CUDA MPS,
+then seeds 44 and 43 without, then seeds 43 and 42 under MPS)."""
 WALKER_TURNING_RUNS = (*recipe_runs(wr.WALKER_TURNING),
                        *recipe_runs(wr.WALKER_TURNING_ALONE, seeds=(43,)),
                        *recipe_runs(wr.WALKER_TURNING_SHORT),
@@ -197,7 +198,8 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
     ChapterRuns(
         "notebooks/11_time_to_walk", "Time to walk",
         (*WALKER_HEADING_RUNS, *WALKER_HEADING_ALONE_RUNS, *WALKER_TURNING_RUNS, wr.ENVS_BENCH,
-         *wr.GRAPHS_BENCHES, wr.H100_FINE_YAW_BENCH, *wr.FINE_YAW_CI_GAIT_TESTS.values(),
+         *wr.GRAPHS_BENCHES, wr.H100_FINE_YAW_BENCH, *wr.H100_MPS_BENCHES,
+         *wr.FINE_YAW_CI_GAIT_TESTS.values(),
          *start_folds.START_TESTS.values(),
          *start_folds.FINE_PLANAR_START_TESTS.values(),
          wr.stage_folder(wr.WALKER, "resume", 42)),
@@ -210,7 +212,8 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
         "(`start_folds.fold_table`); the walker task's PPO iteration alone by env count "
         "(`walker_results.time_budget_table`), and at 4096 envs with the managers eager and "
         "replayed from graphs (`walker_results.GRAPHS_BENCHES`), and the last lever's "
-        "iteration alone on its H100 (`walker_results.H100_FINE_YAW_BENCH`) and its passing "
+        "iteration alone on its H100 (`walker_results.H100_FINE_YAW_BENCH`), with CUDA MPS "
+        "off and on (`walker_results.H100_MPS_BENCHES`), and its passing "
         "checkpoints tested at ci size on a CPU (`walker_results.FINE_YAW_CI_GAIT_TESTS`); "
         "exercise 5 start-tests `WALKER`'s seed 42.",
     ),

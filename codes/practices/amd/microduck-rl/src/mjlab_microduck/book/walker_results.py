@@ -174,6 +174,17 @@ WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS = Recipe(
 on one H100 with CUDA MPS left off (``MPS=0``), for the recipe's time to walk: one after the
 other on the same machine, seed 44 first (watcher every 25th checkpoint from 400, kernel cache
 warmed first) and then seed 43 (watcher from 450), each stopped at its first pass."""
+WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS = Recipe(
+    "walker_turning_axes_straight_start_fine_yaw_alone_mps",
+    WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task,
+    ("main",),
+    machine="h100",
+)
+"""WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW trained again alone on one H100 under CUDA MPS,
+after a lone iteration was benched with MPS off and on on that machine
+(:data:`H100_MPS_BENCHES`): seed 43 (kernel cache warmed first), then seed 42, the seed that
+passed nothing side by side, one after the other, each with the gait watcher every 25th
+checkpoint from 350 and stopped at its first pass."""
 WALKER_TASK = WALKER.task
 CANDIDATE_GAIT_TEST = "h200_walker_gait_s42_model_550"
 """The gait test of the walker recipe's candidate, kept whole beside the recipe's gait history:
@@ -189,6 +200,10 @@ H100_FINE_YAW_BENCH = "h100_walker_training_scope_managers"
 """The PPO iteration of WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's task alone at 4096 envs on
 one H100, the managers replayed from graphs (``MICRODUCK_GRAPH_SCOPE=managers``), measured on
 the machine that trained its seeds, before them."""
+H100_MPS_BENCHES = ("h100_walker_training_mps0", "h100_walker_training_mps1")
+"""The PPO iteration of WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's task alone at 4096 envs on
+one H100, CUDA MPS off and then on (the same machine, minutes apart), measured before the
+trainings of :data:`WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS`."""
 FINE_YAW_CI_GAIT_TESTS = {
     "seed 43, model_450": "cpu_walker_turning_axes_straight_start_fine_yaw_gait_s43_model_450",
     "seed 44, model_500": "cpu_walker_turning_axes_straight_start_fine_yaw_gait_s44_model_500",
@@ -510,9 +525,15 @@ def watcher_cost_table(groups: Mapping[str, Sequence[SeedRun]]) -> pd.DataFrame:
             "s per iteration otherwise": round(float(costs["otherwise"].median()), 2),
             "s added per test": round(float(costs["added_s_per_test"].median()), 1),
             "s added before the first pass": round(added, 0),
-            "CUDA MPS": {True: "on", False: "off"}.get(record.provenance.cuda_mps, "not recorded"),
+            "CUDA MPS": _mps_text(record),
         })  # fmt: skip
     return pd.DataFrame(rows).set_index("runs")
+
+
+def _mps_text(record: records.RunRecord) -> str:
+    """Whether CUDA's MPS daemon ran beside ``record``'s run: "on", "off", or "not recorded"
+    for a record from before provenance kept it."""
+    return {True: "on", False: "off"}.get(record.provenance.cuda_mps, "not recorded")
 
 
 def start_up_s(run: SeedRun) -> float:
@@ -553,7 +574,8 @@ def time_budget_table(
     count of each of ``benches``' training sections (a row): how its managers ran (``graphs``
     when the ``manager_graphs`` hook was on), its median seconds per iteration, the iterations
     that fit after ``start_up`` seconds, the transitions they collect and those transitions
-    counted in iterations of ``reference_envs`` envs."""
+    counted in iterations of ``reference_envs`` envs; and whether CUDA's MPS daemon ran
+    (:func:`_mps_text`)."""
     minutes = f"{budget_s / 60.0:g} min"
     rows = []
     for bench in benches:
@@ -574,6 +596,7 @@ def time_budget_table(
                 f"iterations in {minutes}": iterations,
                 f"transitions in {minutes} (M)": round(iterations * envs * steps / 1e6, 1),
                 f"as {reference_envs}-env iterations": round(iterations * envs / reference_envs),
+                "CUDA MPS": _mps_text(record),
             })  # fmt: skip
     return pd.DataFrame(rows).set_index("envs")
 
@@ -910,9 +933,12 @@ WALKER_TIMED_ALONE = (
     (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE, 43),
     (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS, 44),
     (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS, 43),
+    (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS, 43),
+    (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS, 42),
 )
-"""The walker recipe's passing seeds trained again alone on one H100 for its time to walk, in
-the order they ran: seed 43 under CUDA MPS, then seeds 44 and 43 with MPS left off."""
+"""The walker recipe's seeds trained again alone on one H100 for its time to walk, in the order
+they ran: seed 43 under CUDA MPS, then seeds 44 and 43 with MPS left off, then seeds 43 and 42
+under MPS on another machine."""
 
 
 def walker_record_summary(results_root: str | Path | None = None) -> dict:
