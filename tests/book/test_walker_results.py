@@ -539,14 +539,23 @@ def test_the_straight_start_fine_yaw_seed_trained_again_alone_is_read_by_its_gai
     assert wr.first_passing(alone) is None and progress["minutes"].isna().all()
 
 
-def test_the_walker_recipe_s_passing_seeds_timed_alone_without_mps_ran_and_stopped_at_a_pass():
-    recipe = wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS
+TIMED_ALONE_STOPPED_AT_A_PASS = {
+    # recipe: (CUDA MPS, {seed: (checkpoints tested, first pass)}, seconds per iteration)
+    wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS: (
+        False, {44: (range(400, 676, 25), 675), 43: (range(450, 476, 25), 450)}, (0.8, 1.0)),
+    wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS: (
+        True, {43: (range(350, 376, 25), 350), 42: (range(350, 526, 25), 500)}, (0.9, 1.1)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("recipe", TIMED_ALONE_STOPPED_AT_A_PASS, ids=lambda r: r.name)
+def test_the_walker_recipe_timed_alone_ran_and_stopped_at_a_pass(recipe):
+    cuda_mps, expected, (fastest_s, slowest_s) = TIMED_ALONE_STOPPED_AT_A_PASS[recipe]
     assert recipe.task == wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task
-    expected = {44: (range(400, 676, 25), 675), 43: (range(450, 476, 25), 450)}
     for seed, (tested, passed_at) in expected.items():
         run = wr.seed_run(seed, recipe=recipe)
         ((where, record),) = run.stages
-        assert record.status == "ok" and record.provenance.cuda_mps is False
+        assert record.status == "ok" and record.provenance.cuda_mps is cuda_mps
         assert "NVIDIA H100" in record.provenance.device_name
         assert record.config["task"] == recipe.task and record.config["num_envs"] == 4096
         # the gait watcher stopped it at its first pass, a checkpoint the record keeps (slim)
@@ -554,33 +563,17 @@ def test_the_walker_recipe_s_passing_seeds_timed_alone_without_mps_ran_and_stopp
         assert run.checkpoint(passed_at).is_file()
         assert run.progress()["iteration"].tolist() == list(tested)
         assert wr.first_passing(run)[0] == passed_at
-        # alone without MPS, an iteration took under a second
+        # alone, with MPS or without, an iteration took about a second
         scalars = run.scalars()
         iteration_s = (scalars["Perf/collection_time"] + scalars["Perf/learning_time"]).median()
-        assert 0.8 < iteration_s < 1.0
+        assert fastest_s < iteration_s < slowest_s
+
+
+def test_the_walker_recipe_s_draws_alone_walk_in_time_or_not_and_every_seed_passes_once():
+    no_mps = wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS
     # seed 43's second draw alone walked within the target, seed 44's did not
-    assert wr.first_passing(wr.seed_run(43, recipe=recipe))[1] * 60 <= wr.TIME_TO_WALK_TARGET_S
-    assert wr.first_passing(wr.seed_run(44, recipe=recipe))[1] * 60 > wr.TIME_TO_WALK_TARGET_S
-
-
-def test_the_walker_recipe_timed_alone_under_mps_ran_every_seed_to_a_pass():
-    recipe = wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS
-    assert recipe.task == wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task
-    expected = {43: (range(350, 376, 25), 350), 42: (range(350, 526, 25), 500)}
-    for seed, (tested, passed_at) in expected.items():
-        run = wr.seed_run(seed, recipe=recipe)
-        ((where, record),) = run.stages
-        assert record.status == "ok" and record.provenance.cuda_mps is True
-        assert "NVIDIA H100" in record.provenance.device_name
-        assert record.config["task"] == recipe.task and record.config["num_envs"] == 4096
-        assert f"model_{passed_at} passed" in record.summary["stopped_on_request"]
-        assert run.checkpoint(passed_at).is_file()
-        assert run.progress()["iteration"].tolist() == list(tested)
-        assert wr.first_passing(run)[0] == passed_at
-        # alone under MPS, an iteration took about a second, as without it
-        scalars = run.scalars()
-        iteration_s = (scalars["Perf/collection_time"] + scalars["Perf/learning_time"]).median()
-        assert 0.9 < iteration_s < 1.1
+    assert wr.first_passing(wr.seed_run(43, recipe=no_mps))[1] * 60 <= wr.TIME_TO_WALK_TARGET_S
+    assert wr.first_passing(wr.seed_run(44, recipe=no_mps))[1] * 60 > wr.TIME_TO_WALK_TARGET_S
     # seed 42 passed nothing side by side; alone, each of the recipe's seeds has a pass
     side_by_side = wr.seed_run(42, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)
     assert wr.first_passing(side_by_side) is None
@@ -902,15 +895,21 @@ def test_lever_scoreboard_counts_passing_seeds_and_the_closest_and_first_passes(
     assert math.isnan(board.loc["axes", "minutes from launch"])
 
 
-def test_the_last_lever_s_passing_slim_checkpoints_pass_at_ci_size_on_a_cpu():
+@pytest.mark.parametrize(("tests", "recipe", "expected"), [
+    (wr.FINE_YAW_CI_GAIT_TESTS, wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW, {43: 450, 44: 500}),
+    (wr.ALONE_CI_GAIT_TESTS, wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS,
+     {43: 350, 42: 500}),
+], ids=["side by side", "alone"])  # fmt: skip
+def test_the_last_lever_s_passing_slim_checkpoints_pass_at_ci_size_on_a_cpu(
+    tests, recipe, expected
+):
     import hashlib
 
-    runs = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)
     tested = {}
-    for label, folder in wr.FINE_YAW_CI_GAIT_TESTS.items():
+    for label, folder in tests.items():
         verdict, record = wr.published_gait(folder)
         seed, iteration = (int(word) for word in re.findall(r"\d+", label))
-        run = next(r for r in runs if r.seed == seed)
+        run = wr.seed_run(seed, recipe=recipe)
         # it ran the published checkpoint, a passing one, in its task, at ci size on a CPU
         checkpoint = run.checkpoint(iteration)
         assert record.config["checkpoint_sha256"] == hashlib.sha256(
@@ -919,4 +918,4 @@ def test_the_last_lever_s_passing_slim_checkpoints_pass_at_ci_size_on_a_cpu():
         assert (record.provenance.backend, record.config["robots_per_case"]) == ("cpu", 4)
         assert verdict["passed"] and record.summary["terminations"] == 0
         tested[seed] = iteration
-    assert tested == {43: 450, 44: 500}
+    assert tested == expected

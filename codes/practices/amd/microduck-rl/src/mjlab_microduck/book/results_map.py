@@ -199,7 +199,7 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
         "notebooks/11_time_to_walk", "Time to walk",
         (*WALKER_HEADING_RUNS, *WALKER_HEADING_ALONE_RUNS, *WALKER_TURNING_RUNS, wr.ENVS_BENCH,
          *wr.GRAPHS_BENCHES, wr.H100_FINE_YAW_BENCH, *wr.H100_MPS_BENCHES,
-         *wr.FINE_YAW_CI_GAIT_TESTS.values(),
+         *wr.FINE_YAW_CI_GAIT_TESTS.values(), *wr.ALONE_CI_GAIT_TESTS.values(),
          *start_folds.START_TESTS.values(),
          *start_folds.FINE_PLANAR_START_TESTS.values(),
          wr.stage_folder(wr.WALKER, "resume", 42)),
@@ -214,7 +214,8 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
         "replayed from graphs (`walker_results.GRAPHS_BENCHES`), and the last lever's "
         "iteration alone on its H100 (`walker_results.H100_FINE_YAW_BENCH`), with CUDA MPS "
         "off and on (`walker_results.H100_MPS_BENCHES`), and its passing "
-        "checkpoints tested at ci size on a CPU (`walker_results.FINE_YAW_CI_GAIT_TESTS`); "
+        "checkpoints tested at ci size on a CPU (`walker_results.FINE_YAW_CI_GAIT_TESTS`, "
+        "and those of its seeds timed alone, `walker_results.ALONE_CI_GAIT_TESTS`); "
         "exercise 5 start-tests `WALKER`'s seed 42.",
     ),
     ChapterRuns(

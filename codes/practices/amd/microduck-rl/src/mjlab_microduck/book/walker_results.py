@@ -210,6 +210,13 @@ FINE_YAW_CI_GAIT_TESTS = {
 }
 """WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's passing checkpoints that are published (slim),
 gait-tested again at ci size on a CPU, the size the book build tests its walker at."""
+ALONE_CI_GAIT_TESTS = {
+    f"seed {seed}, model_{iteration}":
+        f"cpu_walker_turning_axes_straight_start_fine_yaw_alone_mps_gait_s{seed}_model_{iteration}"
+    for seed, iteration in ((43, 350), (42, 500))
+}  # fmt: skip
+"""The passing checkpoints of :data:`WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS`, the
+first of them the time to walk's, gait-tested again at ci size on a CPU."""
 TIME_TO_WALK_TARGET_S = 600.0
 """The time to walk the book aims at: 10 minutes from launch on one GPU."""
 _TARGET_MIN = f"{TIME_TO_WALK_TARGET_S / 60.0:g}"
