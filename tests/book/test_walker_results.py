@@ -622,6 +622,14 @@ def test_alone_draws_lists_every_timed_training_and_whether_it_walked_in_time(pu
     card = wr.walker_card(published).iloc[0]
     walked = (table["walks within 10 min"] == "yes").sum()
     assert card["trainings timed alone that walk within 10 min"] == f"{walked} of {len(draws)}"
+    # seed 42 passes nothing side by side, but does alone: every seed has passed somewhere
+    assert card["seeds passing"] == "2 of 3" and not published["seeds"]["42"]["passed"]
+    assert any(d["seed"] == 42 and d["first_passing"] for d in draws)
+    assert card["seeds passing in some training (side by side or alone)"] == "3 of 3"
+    only_side = {**published, "alone": {**published["alone"], "runs": [
+        {**d, "first_passing": None} for d in draws]}}  # fmt: skip
+    assert wr.walker_card(only_side).iloc[0][
+        "seeds passing in some training (side by side or alone)"] == "2 of 3"
     # one timed training alone has no draws to list
     assert "runs" not in wr.walker_heading_summary()["alone"]
     with pytest.raises(KeyError):

@@ -991,7 +991,9 @@ def walker_card(walker_record: dict, results_root: str | Path | None = None) -> 
     """One row naming the published walker: recipe and task, checkpoint, its gait-test record
     with machine, date and size, how many training seeds pass, and the time to walk: minutes of
     training to the recipe's first passing checkpoint (which may be an earlier one than the
-    walker's) with the seeds side by side on one GPU, and alone on one GPU once measured; and,
+    walker's) with the seeds side by side on one GPU, and alone on one GPU once measured (for
+    several trainings alone, how many walked within the target and how many seeds passed in
+    some training, side by side or alone); and,
     once a start test ran the walker's checkpoint, how many of its starts into 0.4 m/s fold."""
     verdict, gait_record = walker_gait(walker_record, results_root)
     summary = gait_record.summary
@@ -1022,6 +1024,11 @@ def walker_card(walker_record: dict, results_root: str | Path | None = None) -> 
             row[f"trainings timed alone that walk within {_TARGET_MIN} min"] = (
                 f"{sum(1 for draw in alone['runs'] if _within_target(draw))} of "
                 f"{len(alone['runs'])}")  # fmt: skip
+            # a seed that failed side by side may pass in a draw of its own
+            passed = {seed for seed, verdict in walker_record["seeds"].items() if verdict["passed"]}
+            passed |= {str(draw["seed"]) for draw in alone["runs"] if draw["first_passing"]}
+            row["seeds passing in some training (side by side or alone)"] = (
+                f"{len(passed & set(walker_record['seeds']))} of {len(walker_record['seeds'])}")
     folded = start_folds.folded_starts_text(walker_checkpoint(walker_record, results_root),
                                             results_root=results_root)  # fmt: skip
     if folded is not None:
