@@ -224,8 +224,14 @@ def first_parting(plains: Sequence[list[Step]], replayed: list[Step]) -> tuple[i
     :data:`TOLERANCE`; None when none does."""
     if len(plains) < 2:
         raise ValueError(f"the noise needs at least 2 plain runs, got {len(plains)}")
-    for step, ((gap, where), spread) in enumerate(
-            zip(nearest_differences(plains, replayed), noise(plains), strict=False)):
+    return _parting(nearest_differences(plains, replayed), noise(plains))
+
+
+def _parting(
+    nearest: Sequence[tuple[float, str]], spreads: Sequence[float]
+) -> tuple[int, str] | None:
+    """:func:`first_parting` of per-step differences already measured."""
+    for step, ((gap, where), spread) in enumerate(zip(nearest, spreads, strict=False)):
         if gap > max(spread, TOLERANCE):
             return step, where
     return None
@@ -242,14 +248,16 @@ def compare(request: GraphCheckRequest) -> GraphCheckResult:
     with manager_graphs.installed(replay_mode, request.scope):
         replayed = env_steps(request)
         details = manager_graphs.status().details
-    parted_at, parted = first_parting(plains, replayed) or (None, "")
+    # each difference measured once: the parting, the spread and the largest gap read them
+    nearest, spreads = nearest_differences(plains, replayed), noise(plains)
+    parted_at, parted = _parting(nearest, spreads) or (None, "")
     return GraphCheckResult(
         device=request.device, scope=request.scope, num_envs=request.num_envs,
         steps=request.steps, resets=sum(
             int(step["terminations"].sum() + step["time-outs"].sum()) for step in plains[0]),
         calls=details.get("managers", 0), graphs=details.get("graphs", 0),
         replays=details.get("replays", 0), eager=dict(details.get("eager", {})),
-        spread=max(noise(plains), default=0.0),
-        difference=max((gap for gap, _ in nearest_differences(plains, replayed)), default=0.0),
+        spread=max(spreads, default=0.0),
+        difference=max((gap for gap, _ in nearest), default=0.0),
         parted_at=parted_at, parted=parted, host_tensors=host_tensors,
     )  # fmt: skip
