@@ -114,7 +114,8 @@ def test_newest_first_one_record_each_and_stops_when_the_runs_are_done(tmp_path,
         "model_250.pt", "model_200.pt", "model_200.pt", "model_100.pt", "model_100.pt",
         "model_300.pt",
     ]  # fmt: skip
-    assert len(written) == 6 and len(list(out.iterdir())) == 6 and len(lines) == 6
+    assert len(written) == 6 and len(list(out.iterdir())) == 6 and len(lines) == 1 + 6
+    assert lines[0] == "building the ci-size test on cpu for model_250 (once, for every checkpoint)"
     for run in written:
         record = records.load_record(run.run_dir)
         assert record.kind == "gait_test" and record.status == "ok"
@@ -138,7 +139,8 @@ def test_a_start_watch_runs_the_start_test_on_the_profile_s_device(tmp_path, mon
     assert (sized.device, sized.task) == ("cuda:1", TASK)
     assert [run.run_dir.name.split("_", 1)[1] for run in written] == [
         "start_a_model_200", "start_a_model_100"]
-    assert lines[0].startswith("start_a_model_200: ")
+    assert lines[0].startswith("building the ci-size test on cuda:1 for model_200 ")
+    assert lines[1].startswith("start_a_model_200: ")
 
 
 def test_a_run_behind_the_others_is_not_starved(tmp_path, monkeypatch):
@@ -236,7 +238,7 @@ def test_stop_on_pass_asks_the_passing_training_to_stop_and_tests_its_older_chec
     asked = stop_request.read(a)
     assert asked is not None and asked.by == "microduck gait-watch"
     assert asked.reason.startswith("model_200 passed the gait test (")
-    assert f"(SIGTERM to process {trainer.pid})" in lines[1]
+    assert f"(SIGTERM to process {trainer.pid})" in lines[2]
     assert stop_request.read(b) is None  # b never passed, and it had ended anyway
 
 

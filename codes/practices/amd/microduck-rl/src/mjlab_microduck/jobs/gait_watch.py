@@ -164,6 +164,10 @@ def watch(request: GaitWatchRequest, log=print) -> list[gait_test.GaitRun]:
                     sized = replace(sized, device=request.device)
                 if request.start_test:
                     sized = gait_test.as_start_test(sized)
+                # building the env (and compiling its kernels) takes the first test tens of
+                # seconds; a log read while it builds says why nothing has been tested yet
+                log(f"building the {request.profile}-size test on {sized.device} for "
+                    f"{Path(path).stem} (once, for every checkpoint)")
                 evaluator = gait_test.GaitEvaluator(sized)
             started_iso, t0 = records.utc_now_iso(), time.monotonic()
             result = evaluator.evaluate(path, progress=False)
