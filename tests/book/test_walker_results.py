@@ -191,7 +191,7 @@ def test_the_walker_is_the_passing_checkpoint_reached_first(tmp_path):
     assert summary["time_to_walk_s"] == pytest.approx(250.0)
     assert summary["side_by_side"] == {"time_to_walk_s": pytest.approx(250.0), "seeds": 3,
                                        "first_passing": "h200_walker_heading_main_s44/model_250",
-                                       "seed": 44}  # fmt: skip
+                                       "seed": 44, "machine": "h200"}  # fmt: skip
     assert "alone" not in summary
     assert summary["checkpoint"] == "h200_walker_heading_main_s44/model_250.pt"
     assert summary["gait_record"] == "gait_s44_model_250"
@@ -231,7 +231,7 @@ def test_the_winning_seed_trained_alone_gives_the_time_to_walk_the_shared_gpu_st
     summary = wr.walker_summary(runs, walker_at=(42, 350), alone=alone)
     assert summary["alone"] == {"time_to_walk_s": pytest.approx(210.0), "seed": 42,
                                 "first_passing": "h200_walker_heading_alone_main_s42/model_350",
-                                "tested": 3, "last_tested": "model_350"}
+                                "machine": "h200", "tested": 3, "last_tested": "model_350"}
     assert (summary["time_to_walk_s"], summary["first_passing"]) == (
         summary["alone"]["time_to_walk_s"], summary["alone"]["first_passing"])  # fmt: skip
     assert summary["side_by_side"]["time_to_walk_s"] == pytest.approx(250.0)
@@ -242,7 +242,7 @@ def test_the_winning_seed_trained_alone_gives_the_time_to_walk_the_shared_gpu_st
     never = [StandInRun(published, 42, _rows(), recipe=wr.WALKER_HEADING_ALONE)]
     summary = wr.walker_summary(runs, alone=never)
     assert summary["alone"] == {"time_to_walk_s": None, "first_passing": None, "seed": 42,
-                                "tested": 3, "last_tested": "model_350"}
+                                "machine": "h200", "tested": 3, "last_tested": "model_350"}
     assert summary["time_to_walk_s"] == summary["side_by_side"]["time_to_walk_s"]
     wr.write_walker(runs, tmp_path, alone=never)
     assert wr.published_walker(tmp_path) == summary
@@ -358,10 +358,14 @@ def test_the_walker_card_names_its_run_machine_and_date(published):
     assert row["verdict"] == "passes"
     assert recipe_of(published).machine.upper() in row["machine"]
     assert row["gait test"] == published["gait_record"] and len(row["date"]) == 10
-    minutes = row["time to walk, min (3 seeds side by side on one GPU)"]
+    # each time to walk names the GPU that gave it: the first passing run's recipe's machine
+    side_gpu = recipe_of(published).machine.upper()
+    minutes = row[f"time to walk, min (3 seeds side by side on one {side_gpu})"]
     assert minutes == pytest.approx(published["side_by_side"]["time_to_walk_s"] / 60.0, abs=0.05)
+    alone_gpu = published.get("alone", {}).get("machine", "").upper()
     alone_column = ("time to walk, min (seed "
-                    f"{published.get('alone', {}).get('seed')} trained again, alone on one GPU)")
+                    f"{published.get('alone', {}).get('seed')} trained again, alone on one "
+                    f"{alone_gpu})")
     if published.get("alone", {}).get("time_to_walk_s") is not None:
         alone = row[alone_column]
         assert alone == pytest.approx(published["time_to_walk_s"] / 60.0, abs=0.05)
@@ -469,7 +473,7 @@ def test_the_walker_s_first_seed_trained_again_alone_is_faster_per_iteration_and
         "together", "s per iteration (median)"]
     # the recipe's summary says so, and its headline stays the side-by-side figure
     alone = wr.walker_heading_summary()["alone"]
-    assert alone == {"time_to_walk_s": None, "first_passing": None, "seed": 42,
+    assert alone == {"time_to_walk_s": None, "first_passing": None, "seed": 42, "machine": "h200",
                      "tested": len(run.gait), "last_tested": "model_999"}
     # what its closest checkpoint fails: single robots folding their legs in their first
     # second, walking forward at 0.3 and 0.4 m/s
@@ -600,11 +604,13 @@ def test_walker_json_is_what_its_records_say(published):
         wr.WALKER_RECIPE.name, *wr.WALKER_AT)
     # every training timed alone stands beside the soonest, which is the headline
     draws = published["alone"]["runs"]
-    assert [(d["recipe"], d["seed"]) for d in draws] == [
-        (recipe.name, seed) for recipe, seed in wr.WALKER_TIMED_ALONE]
+    assert [(d["recipe"], d["seed"], d["machine"]) for d in draws] == [
+        (recipe.name, seed, recipe.machine) for recipe, seed in wr.WALKER_TIMED_ALONE]
     soonest = min((d for d in draws if d["minutes"] is not None), key=lambda d: d["minutes"])
     assert published["time_to_walk_s"] == published["alone"]["time_to_walk_s"] == (
         pytest.approx(soonest["minutes"] * 60.0, abs=0.1))
+    assert published["alone"]["machine"] == soonest["machine"]
+    assert published["side_by_side"]["machine"] == wr.WALKER_RECIPE.machine
     assert published["first_passing"].endswith(f"_s{soonest['seed']}/{soonest['first_passing']}")
 
 
@@ -616,6 +622,7 @@ def test_alone_draws_lists_every_timed_training_and_whether_it_walked_in_time(pu
         "yes" if d["minutes"] is not None and d["minutes"] <= 10 else "no" for d in draws]
     assert table["first passing checkpoint"].tolist() == [d["first_passing"] or "none"
                                                          for d in draws]  # fmt: skip
+    assert table["GPU"].tolist() == [d["machine"].upper() for d in draws]
     minutes = table["minutes from launch"]
     assert minutes.isna().tolist() == [d["minutes"] is None for d in draws]
     assert minutes.dropna().tolist() == [round(d["minutes"], 1) for d in draws if d["minutes"]]

@@ -767,7 +767,8 @@ def _time_to_walk(runs: list[SeedRun]) -> dict | None:
         return None
     minutes, run, iteration = min(hits, key=lambda hit: hit[0])
     first = f"{_stage_of(run, iteration)}/model_{iteration}"
-    entry = {"time_to_walk_s": round(minutes * 60.0, 1), "first_passing": first, "seed": run.seed}
+    entry = {"time_to_walk_s": round(minutes * 60.0, 1), "first_passing": first, "seed": run.seed,
+             "machine": run.recipe.machine}  # fmt: skip
     started = run.stages[0][1].summary
     entry.update({key: started[key] for key in COMPILE_KEYS if key in started})
     return entry
@@ -791,7 +792,8 @@ def walker_summary(
     :data:`WALKER_HEADING_ALONE`), ``alone``, which also says how many of its checkpoints were
     gait-tested and the last of them (``tested``, ``last_tested``), and, for more than one
     training timed alone, each of them (``runs``); ``time_to_walk_s`` and ``first_passing``
-    are the alone figure once one passes, else the side-by-side one. With
+    are the alone figure once one passes, else the side-by-side one. Each entry and each draw
+    names its machine (the recipe's: ``h200``, ``h100``). With
     ``walker_alone``, the walker is a checkpoint of the ``alone`` runs instead (``walker_at``,
     else the first that passes there): the training timed for its walker, on the machine that
     timed it; the seeds' verdicts stay the side-by-side ones. Raises :class:`NoWalkerError`
@@ -842,7 +844,8 @@ def walker_summary(
     }
     if alone:
         measured = _time_to_walk(list(alone))
-        entry = measured or {"time_to_walk_s": None, "first_passing": None, "seed": alone[0].seed}
+        entry = measured or {"time_to_walk_s": None, "first_passing": None, "seed": alone[0].seed,
+                             "machine": alone[0].recipe.machine}  # fmt: skip
         tested = [run.progress()["iteration"] for run in alone]
         entry["tested"] = sum(len(iterations) for iterations in tested)
         entry["last_tested"] = f"model_{max(int(iterations.max()) for iterations in tested)}"
@@ -860,12 +863,12 @@ def walker_summary(
 
 
 def _alone_draw(run: SeedRun) -> dict:
-    """One training timed alone: its recipe and seed, its first passing checkpoint and the
+    """One training timed alone: its recipe, seed and machine, its first passing checkpoint and the
     minutes of training to it (None where none passed, or where its records keep no clock),
     and how many of its checkpoints were gait-tested, to which."""
     hit, iterations = first_passing(run), run.progress()["iteration"]
     minutes = None if hit is None or not run.stages else round(hit[1], 3)
-    return {"recipe": run.recipe.name, "seed": run.seed,
+    return {"recipe": run.recipe.name, "seed": run.seed, "machine": run.recipe.machine,
             "first_passing": f"model_{hit[0]}" if hit is not None else None,
             "minutes": minutes, "tested": int(len(iterations)),
             "last_tested": f"model_{int(iterations.max())}"}  # fmt: skip
@@ -991,9 +994,9 @@ def walker_card(walker_record: dict, results_root: str | Path | None = None) -> 
     """One row naming the published walker: recipe and task, checkpoint, its gait-test record
     with machine, date and size, how many training seeds pass, and the time to walk: minutes of
     training to the recipe's first passing checkpoint (which may be an earlier one than the
-    walker's) with the seeds side by side on one GPU, and alone on one GPU once measured (for
-    several trainings alone, how many walked within the target and how many seeds passed in
-    some training, side by side or alone); and,
+    walker's) with the seeds side by side on one GPU, and alone on one GPU once measured (each
+    column names the GPU that gave its figure; for several trainings alone, how many walked
+    within the target and how many seeds passed in some training, side by side or alone); and,
     once a start test ran the walker's checkpoint, how many of its starts into 0.4 m/s fold."""
     verdict, gait_record = walker_gait(walker_record, results_root)
     summary = gait_record.summary
@@ -1008,7 +1011,8 @@ def walker_card(walker_record: dict, results_root: str | Path | None = None) -> 
         "machine": tables.record_machine_text(gait_record),
         "date": gait_record.started_at[:10],
         "seeds passing": f"{walker_record['seeds_passing']} of {len(walker_record['seeds'])}",
-        f"time to walk, min ({side_by_side['seeds']} seeds side by side on one GPU)": round(
+        f"time to walk, min ({side_by_side['seeds']} seeds side by side on one "
+        f"{side_by_side['machine'].upper()})": round(
             side_by_side["time_to_walk_s"] / 60.0, 1
         ),
     }
@@ -1016,7 +1020,8 @@ def walker_card(walker_record: dict, results_root: str | Path | None = None) -> 
     if alone is not None:
         seconds = alone["time_to_walk_s"]
         # the alone run is the same seed trained again, another draw of the same recipe
-        row[f"time to walk, min (seed {alone['seed']} trained again, alone on one GPU)"] = (
+        row[f"time to walk, min (seed {alone['seed']} trained again, alone on one "
+            f"{alone['machine'].upper()})"] = (
             round(seconds / 60.0, 1) if seconds is not None
             else f"none: that training passes no checkpoint by {alone['last_tested']}"
         )  # fmt: skip
@@ -1042,11 +1047,12 @@ def _within_target(draw: dict) -> bool:
 
 def alone_draws(walker_record: dict) -> pd.DataFrame:
     """Each training of the walker's recipe timed alone on one GPU (``walker.json``'s
-    ``alone.runs``): its seed, its first passing checkpoint and minutes from launch, how many
-    checkpoints were tested, and whether it walked within the target. Raises KeyError when the
-    walker record has fewer than two."""
+    ``alone.runs``): its seed and GPU, its first passing checkpoint and minutes from launch, how
+    many checkpoints were tested, and whether it walked within the target. Raises KeyError when
+    the walker record has fewer than two."""
     rows = [
         {"training": f"{i}: {draw['recipe'].upper()}, seed {draw['seed']}",
+         "GPU": draw["machine"].upper(),
          "first passing checkpoint": draw["first_passing"] or "none",
          "minutes from launch": None if draw["minutes"] is None else round(draw["minutes"], 1),
          "checkpoints tested": f"{draw['tested']}, to {draw['last_tested']}",
