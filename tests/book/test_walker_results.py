@@ -552,6 +552,22 @@ TIMED_ALONE_STOPPED_AT_A_PASS = {
 }  # fmt: skip
 
 
+def test_the_walker_recipe_timed_alone_without_a_pass_ran_its_whole_budget():
+    recipe = wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700
+    run = wr.seed_run(44, recipe=recipe)
+    ((_, record),) = run.stages
+    assert recipe.task == wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task
+    assert record.status == "ok" and record.provenance.cuda_mps is True
+    assert "NVIDIA H100" in record.provenance.device_name
+    assert record.config["task"] == recipe.task and record.config["num_envs"] == 4096
+    # nothing passed, so nothing stopped it: its 700 iterations, every 25th tested from 350
+    assert "stopped_on_request" not in record.summary
+    assert record.summary["last_iteration"] == record.config["iterations"] - 1 == 699
+    assert run.progress()["iteration"].tolist() == [*range(350, 676, 25), 699]
+    assert wr.first_passing(run) is None
+    assert run.progress()["failed_conditions"].min() > 0
+
+
 @pytest.mark.parametrize("recipe", TIMED_ALONE_STOPPED_AT_A_PASS, ids=lambda r: r.name)
 def test_the_walker_recipe_timed_alone_ran_and_stopped_at_a_pass(recipe):
     cuda_mps, expected, (fastest_s, slowest_s) = TIMED_ALONE_STOPPED_AT_A_PASS[recipe]
@@ -663,7 +679,7 @@ def test_failed_conditions_table_lines_up_trainings_checkpoint_by_checkpoint():
 
 def test_every_recipe_says_the_env_count_and_the_gpu_its_training_records_ran():
     recipes = {v for v in vars(wr).values() if isinstance(v, wr.Recipe)}  # WALKER_RECIPE too
-    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 21
+    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 22
     checked = 0
     for recipe in recipes:
         for stage in recipe.stages:
@@ -676,8 +692,8 @@ def test_every_recipe_says_the_env_count_and_the_gpu_its_training_records_ran():
                     assert f"NVIDIA {recipe.machine.upper()}" in record.provenance.device_name
                     checked += 1
     # WALKER and WALKER_TURNING_AXES_FAST_START_FINE_PLANAR: 2 stages x 3 seeds; 11 recipes x
-    # 3 seeds; seven seeds alone
-    assert checked == 52
+    # 3 seeds; eight seeds alone
+    assert checked == 53
     assert wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR.machine == "h100"
 
 

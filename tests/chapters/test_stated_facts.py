@@ -1077,6 +1077,7 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
     mps = wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS
     s44, s43 = (wr.seed_run(seed, recipe=no_mps) for seed in (44, 43))
     m43, m42 = (wr.seed_run(seed, recipe=mps) for seed in (43, 42))
+    m44 = wr.seed_run(44, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700)
     side = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)
     (it44, min44), (it43, min43) = wr.first_passing(s44), wr.first_passing(s43)
     (itm43, minm43), (itm42, minm42) = wr.first_passing(m43), wr.first_passing(m42)
@@ -1085,10 +1086,13 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
     failed43 = s43.progress().set_index("iteration")["failed_conditions"]
     failedm43 = m43.progress().set_index("iteration")["failed_conditions"]
     failedm42 = m42.progress().set_index("iteration")["failed_conditions"]
+    progress_m44 = m44.progress().set_index("iteration")
+    failedm44 = progress_m44["failed_conditions"]
     clocks = wr.time_to_walk_table({"side": side, "s44": [s44], "s43": [s43], "m43": [m43],
-                                    "m42": [m42]})  # fmt: skip
+                                    "m42": [m42], "m44": [m44]})  # fmt: skip
     per_iteration = clocks["s per iteration (median)"]
-    cost = wr.watcher_cost_table({"s44": [s44], "s43": [s43], "m43": [m43], "m42": [m42]})
+    cost = wr.watcher_cost_table({"s44": [s44], "s43": [s43], "m43": [m43], "m42": [m42],
+                                  "m44": [m44]})  # fmt: skip
     bench = wr.time_budget_table(60.0, benches=wr.H100_MPS_BENCHES).set_index("CUDA MPS")[
         "s per iteration alone (median)"]
     published = wr.published_walker()
@@ -1104,6 +1108,18 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
             for row in m42.verdict(it)["table"] if not row["passed"]}  # fmt: skip
     assert last <= {"forward_0.3", "forward_0.4", "left_0.15", "right_0.15"}
     assert wr.first_passing(side[0]) is None  # seed 42 passed nothing side by side
+    # seed 44 under MPS: its last checkpoint saved within ten minutes, and its closest two,
+    # whose failures are three robots starting at 0.4 m/s, each falling or folding early
+    within = progress_m44.index[progress_m44["minutes"] * 60 <= wr.TIME_TO_WALK_TARGET_S].max()
+    closest_m44 = failedm44.index[failedm44 == failedm44.min()].tolist()
+    for it in closest_m44:
+        failing = [row for row in m44.verdict(it)["table"] if not row["passed"]]
+        assert [row["case"] for row in failing] == ["forward_0.4"]
+        assert failing[0]["terminations"] == 3 and failing[0]["robots"] == 80
+        starts = [f for f in m44.verdict(it)["failures"] if "terminated" in f]
+        assert len(starts) == 3 and all("1 of 16 robots" in f for f in starts)
+        assert all(float(f.rsplit(" at ", 1)[1].split(" s")[0]) < 0.75 for f in starts)
+    assert wr.first_passing(m44) is None
     minutes = sorted(float(m) for m in draws["minutes from launch"].dropna())
     stated = [
         f"Seed 44 alone passes at model_{it44}, {it44 - side44} iterations later than side by "
@@ -1118,9 +1134,9 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
         f"passes at model_{itm42}; model_{failedm42.index.max()}, saved before the training "
         f"stopped, fails {failedm42[failedm42.index.max()]} again",
         f"an iteration took {per_iteration['s44']:.2f} s for seed 44 and "
-        f"{per_iteration['s43']:.2f} s for seed 43 without MPS, and {per_iteration['m43']:.2f} s "
-        f"and {per_iteration['m42']:.2f} s for seeds 43 and 42 under it, against "
-        f"{per_iteration['side']:.2f} s",
+        f"{per_iteration['s43']:.2f} s for seed 43 without MPS, and {per_iteration['m43']:.2f} s, "
+        f"{per_iteration['m42']:.2f} s and {per_iteration['m44']:.2f} s for seeds 43, 42 and 44 "
+        f"under it, against {per_iteration['side']:.2f} s",
         f"saved its passing model_{itm43} {minm43:.1f} minutes after launch, its third "
         f"{min43:.1f} minutes, seed 42 its model_{itm42} {minm42:.1f} minutes and seed 44 its "
         f"model_{it44} {min44:.1f} minutes after launch",
@@ -1137,9 +1153,19 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
         f"{NUMBER_WORDS[int(cost.loc['m42', 'gait tests beside'])]} tests",
         f"{NUMBER_WORDS[walked].capitalize()} of the {NUMBER_WORDS[len(draws)]} trainings timed "
         "alone walk within ten minutes",
+        f"It closes in from {failedm44.iloc[0]} failed conditions at model_{failedm44.index.min()} "
+        f"to {failedm44[within]} at model_{within}, the last checkpoint saved within ten minutes "
+        f"of launch, and to {failedm44.min()} at model_{closest_m44[0]} and "
+        f"model_{closest_m44[1]}, then fails {failedm44.iloc[-1]} at model_{failedm44.index.max()}",
+        f"and seed 44's {cost.loc['m44', 's per iteration beside a test']:.2f} s against "
+        f"{cost.loc['m44', 's per iteration otherwise']:.2f} s, "
+        f"{cost.loc['m44', 's added per test']:.1f} s per test over its "
+        f"{int(cost.loc['m44', 'gait tests beside'])} tests",
+        f"seed 44's second nothing by model_{failedm44.index.max()}",
         f"The recipe's time to walk on one H100 is {published['time_to_walk_s'] / 60:.1f} minutes, "
         f"the soonest of {NUMBER_WORDS[len(draws)]} draws; the others took {minutes[1]:.1f}, "
-        f"{minutes[2]:.1f} and {minutes[3]:.1f} minutes, and one passed nothing by model_525",
+        f"{minutes[2]:.1f} and {minutes[3]:.1f} minutes, one passed nothing by model_525 and one "
+        f"nothing by model_{failedm44.index.max()}",
         f"takes the GPU in turns with it, {cost.loc['s44', 's added per test']:.1f} s per test "
         f"against {cost.loc['m42', 's added per test']:.1f} s under it",
         f"seed 43 passes at model_{itm43} {minm43:.1f} minutes after launch, the book's time to "
@@ -1149,10 +1175,11 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
         f"({bench['on']:.2f} s under it, {bench['off']:.2f} s without, on one machine)",
         f"three of {NUMBER_WORDS[len(draws)]} trainings alone on it walk within them",
     ]
-    assert walked == 3 and len(draws) == 5 and len(minutes) == 4
+    assert walked == 3 and len(draws) == 6 and len(minutes) == 4
+    assert len(closest_m44) == 2 and int(cost.loc["m44", "gait tests beside"]) == 14
     assert abs(bench["on"] - bench["off"]) < 0.1 * bench["off"]  # "does not slow"
     assert (cost.loc[["s43", "m43"], "s added before the first pass"] == 0).all()  # "count none"
-    assert list(cost["CUDA MPS"]) == ["off", "off", "on", "on"]
+    assert list(cost["CUDA MPS"]) == ["off", "off", "on", "on", "on"]
     assert published["time_to_walk_s"] == pytest.approx(minm43 * 60, abs=0.1)
     assert published["time_to_walk_s"] <= wr.TIME_TO_WALK_TARGET_S
     assert_stated(text, stated, "chapter 11 does not state the recipe timed alone as recorded")

@@ -229,6 +229,8 @@ def test_the_published_summary_records_fold_what_they_say():
                                   wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS),
                               wr.gait_history_folder(
                                   wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS),
+                              wr.gait_history_folder(
+                                  wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700),
                               }  # fmt: skip
     counts = {name: r.summary["runs"] for name, r in summaries.items()}
     assert counts == {results.RECIPE_REPLAYS: 5, results.PRESET_HISTORY: 28,
@@ -279,6 +281,10 @@ def test_the_published_summary_records_fold_what_they_say():
                       # to each one's pass (43: 350, 42: 500) and the one saved before it stopped
                       wr.gait_history_folder(
                           wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS): 10,
+                      # seed 44 again alone under MPS: every 25th checkpoint from 350, and
+                      # 699, its last: no pass stopped it
+                      wr.gait_history_folder(
+                          wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700): 15,
                       }  # fmt: skip
     for name, record in summaries.items():
         records.verify_artifacts(record, RESULTS / name)

@@ -185,6 +185,15 @@ after a lone iteration was benched with MPS off and on on that machine
 (:data:`H100_MPS_BENCHES`): seed 43 (kernel cache warmed first), then seed 42, the seed that
 passed nothing side by side, one after the other, each with the gait watcher every 25th
 checkpoint from 350 and stopped at its first pass."""
+WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700 = Recipe(
+    "walker_turning_axes_straight_start_fine_yaw_alone_mps_700",
+    WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task,
+    ("main",),
+    machine="h100",
+)
+"""WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's seed 44 trained again alone under CUDA MPS on a
+fourth H100, with the gait watcher every 25th checkpoint from 350: no checkpoint passed, so it
+ran its whole budget of 700 iterations."""
 WALKER_TASK = WALKER.task
 CANDIDATE_GAIT_TEST = "h200_walker_gait_s42_model_550"
 """The gait test of the walker recipe's candidate, kept whole beside the recipe's gait history:
@@ -945,10 +954,11 @@ WALKER_TIMED_ALONE = (
     (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS, 43),
     (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS, 43),
     (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS, 42),
+    (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700, 44),
 )
 """The walker recipe's seeds trained again alone on one H100 for its time to walk, in the order
 they ran: seed 43 under CUDA MPS, then seeds 44 and 43 with MPS left off, then seeds 43 and 42
-under MPS on another machine."""
+under MPS on another machine, then seed 44 under MPS on a fourth."""
 
 
 def walker_record_summary(results_root: str | Path | None = None) -> dict:
