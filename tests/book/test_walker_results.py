@@ -552,14 +552,22 @@ TIMED_ALONE_STOPPED_AT_A_PASS = {
 }  # fmt: skip
 
 
-def test_the_walker_recipe_timed_alone_without_a_pass_ran_its_whole_budget():
-    recipe = wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700
-    run = wr.seed_run(44, recipe=recipe)
-    ((_, record),) = run.stages
+def _timed_alone_record(recipe: wr.Recipe, seed: int, cuda_mps: bool):
+    """The one training record of a seed of the walker recipe timed alone, checked for what
+    every such training shares: the recipe's task at 4096 envs on an H100, ended ``ok``, with
+    CUDA MPS as given."""
     assert recipe.task == wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task
-    assert record.status == "ok" and record.provenance.cuda_mps is True
+    run = wr.seed_run(seed, recipe=recipe)
+    ((_, record),) = run.stages
+    assert record.status == "ok" and record.provenance.cuda_mps is cuda_mps
     assert "NVIDIA H100" in record.provenance.device_name
     assert record.config["task"] == recipe.task and record.config["num_envs"] == 4096
+    return run, record
+
+
+def test_the_walker_recipe_timed_alone_without_a_pass_ran_its_whole_budget():
+    run, record = _timed_alone_record(
+        wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700, 44, cuda_mps=True)
     # nothing passed, so nothing stopped it: its 700 iterations, every 25th tested from 350
     assert "stopped_on_request" not in record.summary
     assert record.summary["last_iteration"] == record.config["iterations"] - 1 == 699
@@ -571,13 +579,8 @@ def test_the_walker_recipe_timed_alone_without_a_pass_ran_its_whole_budget():
 @pytest.mark.parametrize("recipe", TIMED_ALONE_STOPPED_AT_A_PASS, ids=lambda r: r.name)
 def test_the_walker_recipe_timed_alone_ran_and_stopped_at_a_pass(recipe):
     cuda_mps, expected, (fastest_s, slowest_s) = TIMED_ALONE_STOPPED_AT_A_PASS[recipe]
-    assert recipe.task == wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task
     for seed, (tested, passed_at) in expected.items():
-        run = wr.seed_run(seed, recipe=recipe)
-        ((where, record),) = run.stages
-        assert record.status == "ok" and record.provenance.cuda_mps is cuda_mps
-        assert "NVIDIA H100" in record.provenance.device_name
-        assert record.config["task"] == recipe.task and record.config["num_envs"] == 4096
+        run, record = _timed_alone_record(recipe, seed, cuda_mps)
         # the gait watcher stopped it at its first pass, a checkpoint the record keeps (slim)
         assert f"model_{passed_at} passed" in record.summary["stopped_on_request"]
         assert run.checkpoint(passed_at).is_file()
