@@ -549,6 +549,9 @@ TIMED_ALONE_STOPPED_AT_A_PASS = {
         False, {44: (range(400, 676, 25), 675), 43: (range(450, 476, 25), 450)}, (0.8, 1.0)),
     wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS: (
         True, {43: (range(350, 376, 25), 350), 42: (range(350, 526, 25), 500)}, (0.9, 1.1)),
+    # a checkpoint saved every 50th iteration, so the watcher's every 25th is every 50th
+    wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50: (
+        True, {42: (range(350, 401, 50), 400)}, (0.9, 1.1)),
 }  # fmt: skip
 
 
@@ -682,7 +685,7 @@ def test_failed_conditions_table_lines_up_trainings_checkpoint_by_checkpoint():
 
 def test_every_recipe_says_the_env_count_and_the_gpu_its_training_records_ran():
     recipes = {v for v in vars(wr).values() if isinstance(v, wr.Recipe)}  # WALKER_RECIPE too
-    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 22
+    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 23
     checked = 0
     for recipe in recipes:
         for stage in recipe.stages:
@@ -695,8 +698,8 @@ def test_every_recipe_says_the_env_count_and_the_gpu_its_training_records_ran():
                     assert f"NVIDIA {recipe.machine.upper()}" in record.provenance.device_name
                     checked += 1
     # WALKER and WALKER_TURNING_AXES_FAST_START_FINE_PLANAR: 2 stages x 3 seeds; 11 recipes x
-    # 3 seeds; eight seeds alone
-    assert checked == 53
+    # 3 seeds; nine seeds alone
+    assert checked == 54
     assert wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR.machine == "h100"
 
 

@@ -231,6 +231,8 @@ def test_the_published_summary_records_fold_what_they_say():
                                   wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS),
                               wr.gait_history_folder(
                                   wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700),
+                              wr.gait_history_folder(
+                                  wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50),
                               }  # fmt: skip
     counts = {name: r.summary["runs"] for name, r in summaries.items()}
     assert counts == {results.RECIPE_REPLAYS: 5, results.PRESET_HISTORY: 28,
@@ -285,6 +287,10 @@ def test_the_published_summary_records_fold_what_they_say():
                       # 699, its last: no pass stopped it
                       wr.gait_history_folder(
                           wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700): 15,
+                      # seed 42 again alone under MPS, a checkpoint saved every 50th iteration:
+                      # model_350, and model_400, its pass
+                      wr.gait_history_folder(
+                          wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50): 2,
                       }  # fmt: skip
     for name, record in summaries.items():
         records.verify_artifacts(record, RESULTS / name)

@@ -194,6 +194,16 @@ WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700 = Recipe(
 """WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's seed 44 trained again alone under CUDA MPS on a
 fourth H100, with the gait watcher every 25th checkpoint from 350: no checkpoint passed, so it
 ran its whole budget of 700 iterations."""
+WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50 = Recipe(
+    "walker_turning_axes_straight_start_fine_yaw_alone_mps_every_50",
+    WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task,
+    ("main",),
+    machine="h100",
+)
+"""WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's seed 42 trained a second time alone under CUDA
+MPS on a fifth H100 (kernel cache warmed first), saving a checkpoint every 50th iteration
+instead of every 25th, so the gait watcher from 350 tested every 50th; stopped at its first
+pass."""
 WALKER_TASK = WALKER.task
 CANDIDATE_GAIT_TEST = "h200_walker_gait_s42_model_550"
 """The gait test of the walker recipe's candidate, kept whole beside the recipe's gait history:
@@ -955,10 +965,12 @@ WALKER_TIMED_ALONE = (
     (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS, 43),
     (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS, 42),
     (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700, 44),
+    (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50, 42),
 )
 """The walker recipe's seeds trained again alone on one H100 for its time to walk, in the order
 they ran: seed 43 under CUDA MPS, then seeds 44 and 43 with MPS left off, then seeds 43 and 42
-under MPS on another machine, then seed 44 under MPS on a fourth."""
+under MPS on another machine, then seed 44 under MPS on a fourth, then seed 42 under MPS on a
+fifth."""
 
 
 def walker_record_summary(results_root: str | Path | None = None) -> dict:
