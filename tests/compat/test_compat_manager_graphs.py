@@ -257,6 +257,38 @@ def test_the_trainer_ends_its_log_with_the_report_when_the_hook_is_on(graphs, mo
     assert capsys.readouterr().out.splitlines() == ["trained"]
 
 
+def test_a_trainer_stopped_by_a_signal_still_ends_its_log_with_the_report(graphs, monkeypatch,
+                                                                         capsys):  # fmt: skip
+    """A gait watcher stops a training at its first pass with SIGTERM: the trainer process
+    still prints what the graphs did, then exits 143 as a shell reports a SIGTERM."""
+    import os
+    import signal
+    import time
+
+    import mjlab.scripts.train
+
+    from mjlab_microduck.jobs import train
+
+    def trained_until_stopped():
+        print("Learning iteration 400/650")
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5.0)  # the handler raises before this returns
+        print("not reached")
+
+    monkeypatch.setattr(mjlab.scripts.train, "main", trained_until_stopped)
+    before = signal.getsignal(signal.SIGTERM)
+    graphs("emulate")
+    assert train.main(["--mjlab"]) == 143
+    shown = capsys.readouterr().out.splitlines()
+    assert shown[0] == "Learning iteration 400/650" and "not reached" not in shown
+    assert manager_graphs.read_report(shown)["manager_graphs.managers"] == 0
+    graphs("0")
+    assert train.main(["--mjlab"]) == 143
+    assert capsys.readouterr().out.splitlines() == ["Learning iteration 400/650"]
+    # the handler is put back: a later SIGTERM does what it did before
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
 def test_on_a_cpu_mode_1_keeps_the_managers_eager(graphs):
     status = graphs("1")
     assert status.active

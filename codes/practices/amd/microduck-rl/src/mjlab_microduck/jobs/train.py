@@ -660,10 +660,16 @@ def _mjlab_entry(argv: list[str]) -> None:
     import mjlab_microduck.tasks  # noqa: F401  (hooks first, then task registration)
 
     sys.argv = ["train", *argv]
-    mjlab_train_main()
-    line = manager_graphs.report_line()
-    if line is not None:  # whether the graphs ran, or why not, for the record
-        print(line, flush=True)
+    try:
+        # A stop (the parent passes on SIGTERM when a gait watcher sees a checkpoint pass)
+        # raises here instead of ending the process on the spot, so the report below still
+        # reaches train.log and the record of a stopped training says what the graphs did.
+        with stopping.signals_raise():
+            mjlab_train_main()
+    finally:
+        line = manager_graphs.report_line()
+        if line is not None:  # whether the graphs ran, or why not, for the record
+            print(line, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -678,7 +684,10 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    _mjlab_entry(argv[1:])
+    try:
+        _mjlab_entry(argv[1:])
+    except stopping.Interrupted as stop:
+        return stop.exit_status  # 143 for SIGTERM, as a shell reports it
     return 0
 
 
