@@ -26,6 +26,12 @@ def prose(chapter: str) -> str:
     return re.sub(r"\s+", " ", (REPO / "notebooks" / chapter).read_text(encoding="utf-8"))
 
 
+def terminated_at_s(failure: str) -> float:
+    """The seconds of the first termination a gait verdict's failure line names
+    ("...terminated (first: robot 8, legs_collapsed at 0.50 s) > 0" -> 0.5)."""
+    return float(failure.rsplit(" at ", 1)[1].split(" s")[0])
+
+
 def assert_stated(text: str, stated: list[str], complaint: str) -> None:
     """Every fact of ``stated`` stands in ``text`` word for word; else ``complaint: [missing]``."""
     missing = [fact for fact in stated if fact not in text]
@@ -1119,7 +1125,7 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
         assert failing[0]["terminations"] == 3 and failing[0]["robots"] == 80
         starts = [f for f in m44.verdict(it)["failures"] if "terminated" in f]
         assert len(starts) == 3 and all("1 of 16 robots" in f for f in starts)
-        assert all(float(f.rsplit(" at ", 1)[1].split(" s")[0]) < 0.75 for f in starts)
+        assert all(terminated_at_s(f) < 0.75 for f in starts)
     assert wr.first_passing(m44) is None
     # seed 42's second draw: a checkpoint saved every 50th iteration, its first tested fails
     # early folds and headings at 0.4 m/s and slow robots walking backward, the next passes
@@ -1132,7 +1138,7 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
     folds_042 = [f for f in early if "forward 0.4" in f and "legs_collapsed" in f]
     assert {f.split(",")[0] for f in folds_042} == {"seed 1", "seed 2", "seed 4"}
     assert sum(int(f.split(": ")[1].split(" of ")[0]) for f in folds_042) == 4
-    assert all(0.45 < float(f.rsplit(" at ", 1)[1].split(" s")[0]) < 0.55 for f in folds_042)
+    assert all(0.45 < terminated_at_s(f) < 0.55 for f in folds_042)
     off_heading = [f for f in early if "forward 0.4" in f and "heading change" in f]
     backward = [f for f in early if "backward 0.2" in f]
     assert len(off_heading) == 1 and "-0.33 rad" in off_heading[0]
