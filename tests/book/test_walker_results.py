@@ -568,9 +568,11 @@ def _timed_alone_record(recipe: wr.Recipe, seed: int, cuda_mps: bool):
     return run, record
 
 
-def test_the_walker_recipe_timed_alone_without_a_pass_ran_its_whole_budget():
-    run, record = _timed_alone_record(
-        wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700, 44, cuda_mps=True)
+@pytest.mark.parametrize("recipe", [wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700,
+                                    wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN],
+                         ids=lambda r: r.name)  # fmt: skip
+def test_the_walker_recipe_timed_alone_without_a_pass_ran_its_whole_budget(recipe):
+    run, record = _timed_alone_record(recipe, 44, cuda_mps=True)
     # nothing passed, so nothing stopped it: its 700 iterations, every 25th tested from 350
     assert "stopped_on_request" not in record.summary
     assert record.summary["last_iteration"] == record.config["iterations"] - 1 == 699
@@ -685,7 +687,7 @@ def test_failed_conditions_table_lines_up_trainings_checkpoint_by_checkpoint():
 
 def test_every_recipe_says_the_env_count_and_the_gpu_its_training_records_ran():
     recipes = {v for v in vars(wr).values() if isinstance(v, wr.Recipe)}  # WALKER_RECIPE too
-    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 23
+    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 24
     checked = 0
     for recipe in recipes:
         for stage in recipe.stages:
@@ -698,8 +700,8 @@ def test_every_recipe_says_the_env_count_and_the_gpu_its_training_records_ran():
                     assert f"NVIDIA {recipe.machine.upper()}" in record.provenance.device_name
                     checked += 1
     # WALKER and WALKER_TURNING_AXES_FAST_START_FINE_PLANAR: 2 stages x 3 seeds; 11 recipes x
-    # 3 seeds; nine seeds alone
-    assert checked == 54
+    # 3 seeds; ten seeds alone
+    assert checked == 55
     assert wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR.machine == "h100"
 
 

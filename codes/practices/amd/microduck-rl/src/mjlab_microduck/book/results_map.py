@@ -89,11 +89,12 @@ PUBLISHED_WALKER_RUNS = (
     *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS, seeds=(42, 43)),
     *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700, seeds=(44,)),
     *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50, seeds=(42,)),
+    *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN, seeds=(44,)),
 )
 """The published walker's recipe (``walker.json``): its seeds' training stages and gait
 history, its gait test kept whole, and its seeds trained again alone (seed 43 under CUDA MPS,
-then seeds 44 and 43 without, then seeds 43 and 42 under MPS, then seed 44 and seed 42 again
-under MPS)."""
+then seeds 44 and 43 without, then seeds 43 and 42 under MPS, then seed 44, seed 42 again and
+seed 44 a third time under MPS)."""
 WALKER_TURNING_RUNS = (*recipe_runs(wr.WALKER_TURNING),
                        *recipe_runs(wr.WALKER_TURNING_ALONE, seeds=(43,)),
                        *recipe_runs(wr.WALKER_TURNING_SHORT),
