@@ -1075,6 +1075,30 @@ def test_chapter_11_states_the_narrow_yaw_rate_lever_s_seed_trained_again_alone_
     assert_stated(text, stated, "chapter 11 does not state seed 43's repeat alone as recorded")
 
 
+def test_chapter_11_s_machines_table_lists_the_trainings_timed_alone_as_recorded():
+    from mjlab_microduck.book import walker_results as wr
+
+    raw = (REPO / "notebooks" / "11_time_to_walk.md").read_text(encoding="utf-8")
+    table = raw.split("| machine | CUDA MPS |", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in table]
+    # one recipe name per machine: the trainings timed alone, grouped in the order they ran
+    machines: dict = {}
+    for recipe, seed in wr.WALKER_TIMED_ALONE:
+        machines.setdefault(recipe, []).append(wr.seed_run(seed, recipe=recipe))
+    assert f"They ran on {NUMBER_WORDS[len(machines)]} machines of one model" in prose(
+        "11_time_to_walk.md")
+    assert [row[0] for row in rows] == ["first", "second", "third", "fourth", "fifth", "sixth"]
+    for (_, mps, trainings), runs in zip(rows, machines.values(), strict=True):
+        # the gait watcher ran beside each training, so its records carry the training's MPS
+        assert {record.provenance.cuda_mps for run in runs for *_, record in run.gait} == {
+            mps == "on"}
+        assert [int(seed) for seed in re.findall(r"seed (\d+)", trainings)] == [
+            run.seed for run in runs]
+        firsts = [int(run.progress()["iteration"].min()) for run in runs]
+        stated = [int(it) for it in re.findall(r"model_(\d+)", trainings)]
+        assert stated == firsts or ("(both model_" in trainings and {*firsts} == {*stated})
+
+
 def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
     from mjlab_microduck.book import walker_results as wr
 
