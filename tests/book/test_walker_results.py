@@ -66,6 +66,15 @@ def test_no_published_checkpoint_is_called_a_walker_without_passing(runs):
         assert walker.time_to_walk_s(progress) is None
 
 
+def test_failed_conditions_counts_each_tested_checkpoint_s_failing_conditions(runs):
+    for run in runs:
+        failed = run.failed_conditions()
+        assert list(failed.index) == [iteration for iteration, _, _ in run.gait]
+        for iteration, count in failed.items():
+            table = run.verdict(iteration)["table"]
+            assert count == sum(row["failed_conditions"] for row in table) > 0
+
+
 def test_the_candidate_never_falls_and_fails_fewest_conditions(runs):
     run, iteration = wr.candidate(runs)
     progress = run.progress().set_index("iteration")
@@ -477,8 +486,7 @@ def test_the_walker_s_first_seed_trained_again_alone_is_faster_per_iteration_and
                      "tested": len(run.gait), "last_tested": "model_999"}
     # what its closest checkpoint fails: single robots folding their legs in their first
     # second, walking forward at 0.3 and 0.4 m/s
-    progress = run.progress().set_index("iteration")["failed_conditions"]
-    closest = int(progress.idxmin())
+    closest = int(run.failed_conditions().idxmin())
     verdict = run.verdict(closest)
     assert {r["case"] for r in verdict["table"] if not r["passed"]} <= {
         "forward_0.3", "forward_0.4", "backward_0.2"}

@@ -752,7 +752,7 @@ def test_chapter_11_states_the_seeds_trained_again_alone_as_recorded():
     table = wr.time_to_walk_table({"heading": heading, "heading alone": heading_alone,
                                    "turning": turning, "turning alone": turning_alone})
     per_iteration = table["s per iteration (median)"]
-    progress = heading_alone[0].progress().set_index("iteration")["failed_conditions"]
+    progress = heading_alone[0].failed_conditions()
     later = wr.first_passing(turning_alone[0])[0] - wr.first_passing(turning[1])[0]
     stated = [
         f"{per_iteration['heading alone']:.2f} s against {per_iteration['heading']:.2f} s for the "
@@ -766,7 +766,7 @@ def test_chapter_11_states_the_seeds_trained_again_alone_as_recorded():
     assert wr.first_passing(heading_alone[0]) is None and turning[1].seed == 43
     # the single-axis lever's seed 43, timed alone: what its tested checkpoints fail
     axes_alone = wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_ALONE)
-    tested = axes_alone.progress().set_index("iteration")["failed_conditions"]
+    tested = axes_alone.failed_conditions()
     assert wr.first_passing(axes_alone) is None
     rows = [{row["case"]: row for row in axes_alone.verdict(it)["table"]} for it in tested.index]
     drift = [row["stand"]["max_displacement_m"] for row in rows]
@@ -862,7 +862,7 @@ def test_chapter_11_states_the_fast_starts_that_spare_standing_as_recorded():
     folds, stand, slow = case_histories(groups, "forward_0.4", "stand", "forward_0.1")
     assert stand.loc["spared", "failed in"] == 0
     assert all(wr.first_passing(run) is None for run in groups["spared"])
-    seed_43 = groups["spared"][1].progress().set_index("iteration")["failed_conditions"]
+    seed_43 = groups["spared"][1].failed_conditions()
     wide, fine = tuning.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR, tuning.FinePlanarTracking()
     stated = [
         f"no robot moves more than "
@@ -892,8 +892,7 @@ def test_chapter_11_states_the_narrow_planar_term_as_recorded():
     groups = {"spared": spared, "planar": planar}
     slow, heading, folds = case_histories(groups, "forward_0.1", "forward_0.15", "forward_0.4")
     table = wr.time_to_walk_table({"planar": planar, "spared": spared})
-    failed = {run.seed: run.progress().set_index("iteration")["failed_conditions"]
-              for run in planar}  # fmt: skip
+    failed = {run.seed: run.failed_conditions() for run in planar}
     first = {run.seed: wr.first_passing(run) for run in planar}
     assert first[42] is None and first[44] is None and first[43][0] == 675
     assert heading.loc["spared", "failed in"] == 0
@@ -994,8 +993,7 @@ def test_chapter_11_states_the_narrow_yaw_rate_term_on_straight_starts_as_record
     slow, heading, folds, turning = case_histories(
         groups, "forward_0.1", "forward_0.15", "forward_0.4", "walk_turn_right")
     yaw = turning["yaw rate / command, median"]
-    s42, s43, s44 = (run.progress().set_index("iteration")["failed_conditions"]
-                     for run in fine_yaw)  # fmt: skip
+    s42, s43, s44 = (run.failed_conditions() for run in fine_yaw)
     (it43, min43), (it44, min44) = wr.first_passing(fine_yaw[1]), wr.first_passing(fine_yaw[2])
     assert wr.first_passing(fine_yaw[0]) is None and s44.index.max() == 500 and s44[500] == 0
     closest42 = [f"model_{it}" for it in s42.index[s42 == s42.min()]]
@@ -1042,7 +1040,7 @@ def test_chapter_11_states_the_narrow_yaw_rate_lever_s_seed_trained_again_alone_
 
     text = prose("11_time_to_walk.md")
     (alone,) = [wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE)]
-    failed = alone.progress().set_index("iteration")["failed_conditions"]
+    failed = alone.failed_conditions()
     first_side_by_side, _ = wr.first_passing(
         wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW))
     closest = failed.index[failed == failed.min()].tolist()
@@ -1114,10 +1112,10 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
     (it44, min44), (it43, min43) = wr.first_passing(s44), wr.first_passing(s43)
     (itm43, minm43), (itm42, minm42) = wr.first_passing(m43), wr.first_passing(m42)
     side44 = wr.first_passing(side[2])[0]
-    failed44 = s44.progress().set_index("iteration")["failed_conditions"]
-    failed43 = s43.progress().set_index("iteration")["failed_conditions"]
-    failedm43 = m43.progress().set_index("iteration")["failed_conditions"]
-    failedm42 = m42.progress().set_index("iteration")["failed_conditions"]
+    failed44 = s44.failed_conditions()
+    failed43 = s43.failed_conditions()
+    failedm43 = m43.failed_conditions()
+    failedm42 = m42.failed_conditions()
     progress_m44 = m44.progress().set_index("iteration")
     failedm44 = progress_m44["failed_conditions"]
     clocks = wr.time_to_walk_table({"side": side, "s44": [s44], "s43": [s43], "m43": [m43],
@@ -1157,7 +1155,7 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
     # early folds and headings at 0.4 m/s and slow robots walking backward, the next passes
     ((_, e42_record),) = e42.stages
     assert e42_record.config["save_interval"] == 50 and e42_record.provenance.cuda_mps is True
-    failede42 = e42.progress().set_index("iteration")["failed_conditions"]
+    failede42 = e42.failed_conditions()
     (ite42, mine42) = wr.first_passing(e42)
     assert failede42.index.tolist() == [ite42 - 50, ite42] and failede42[ite42] == 0
     early = e42.verdict(ite42 - 50)["failures"]
@@ -1189,7 +1187,7 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
     assert all("progress 0.00" in f or "progress -0.00" in f for f in backward_a44)
     # all three of seed 44's trainings alone came closest at model_675
     for run in (s44, m44, a44):
-        failed = run.progress().set_index("iteration")["failed_conditions"]
+        failed = run.failed_conditions()
         assert failed[675] == failed.min()
     minutes = sorted(float(m) for m in draws["minutes from launch"].dropna())
     stated = [

@@ -320,6 +320,10 @@ class SeedRun:
         verdicts = [(it, self.verdicts[it]) for it, _, _ in self.gait]
         return walker.progress_table(verdicts, self.clock() if self.stages else None)
 
+    def failed_conditions(self) -> pd.Series:
+        """The failed gait-test conditions of each tested checkpoint, by iteration."""
+        return self.progress().set_index("iteration")["failed_conditions"]
+
     def heading_share(self, iteration: int, cases: tuple[str, ...]) -> float | None:
         """The share of robot runs of the verdict's mode, over the cases whose name starts with
         one of ``cases``, whose heading stayed within the gait test's limit; None where the test
@@ -724,8 +728,7 @@ def failed_conditions_table(groups: Mapping[str, Sequence[SeedRun]]) -> pd.DataF
     rows = {}
     for label, runs in groups.items():
         for run in runs:
-            progress = run.progress().set_index("iteration")["failed_conditions"]
-            rows[label if len(runs) == 1 else f"{label}, s{run.seed}"] = progress
+            rows[label if len(runs) == 1 else f"{label}, s{run.seed}"] = run.failed_conditions()
     frame = pd.DataFrame(rows).T.sort_index(axis=1)
     frame.columns = [f"model_{iteration}" for iteration in frame.columns]
     # whole numbers where tested, an empty cell where not (not NaN or <NA>)
