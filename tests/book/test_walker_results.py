@@ -347,6 +347,25 @@ def test_the_published_walker_passes_its_full_size_gait_test(published):
     assert checkpoint.name == f"model_{published['iteration']}.pt"
 
 
+def test_the_published_walker_passes_its_full_size_gait_test_again_on_an_h200(published):
+    import hashlib
+
+    from mjlab_microduck.book import results
+
+    verdict, record = wr.walker_gait(published)
+    again_verdict, again = wr.published_gait(results.WALKER_GAIT_TEST_H200)
+    assert again.provenance.device_name == "NVIDIA H200" and again.config["device"] == "cuda:0"
+    assert "H200" not in record.provenance.device_name  # another GPU model than the first
+    # the published slim checkpoint itself, in the walker's task, at the same size and seeds
+    checkpoint = wr.walker_checkpoint(published)
+    assert again.config["checkpoint_sha256"] == hashlib.sha256(checkpoint.read_bytes()).hexdigest()
+    for key in ("task", "seeds", "robots_per_case", "duration_s", "cases", "thresholds"):
+        assert again.config[key] == record.config[key], key
+    assert again_verdict["passed"] and again_verdict["failures"] == []
+    assert again.summary["terminations"] == 0 and again.summary["modes"] == "heading,open_loop"
+    assert [row["passed"] for row in again_verdict["table"]] == [True] * 16
+
+
 def test_at_least_two_of_three_seeds_of_the_walker_recipe_pass(published):
     seeds = wr.seed_verdicts(published)
     assert list(seeds.index) == [f"seed {s}" for s in wr.SEEDS]
@@ -565,26 +584,30 @@ TIMED_ALONE_STOPPED_AT_A_PASS = {
 
 def _timed_alone_record(recipe: wr.Recipe, seed: int, cuda_mps: bool):
     """The one training record of a seed of the walker recipe timed alone, checked for what
-    every such training shares: the recipe's task at 4096 envs on an H100, ended ``ok``, with
-    CUDA MPS as given."""
+    every such training shares: the recipe's task at 4096 envs on the recipe's GPU, ended
+    ``ok``, with CUDA MPS as given."""
     assert recipe.task == wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task
     run = wr.seed_run(seed, recipe=recipe)
     ((_, record),) = run.stages
     assert record.status == "ok" and record.provenance.cuda_mps is cuda_mps
-    assert "NVIDIA H100" in record.provenance.device_name
+    assert f"NVIDIA {recipe.machine.upper()}" in record.provenance.device_name
     assert record.config["task"] == recipe.task and record.config["num_envs"] == 4096
     return run, record
 
 
-@pytest.mark.parametrize("recipe", [wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700,
-                                    wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN],
-                         ids=lambda r: r.name)  # fmt: skip
-def test_the_walker_recipe_timed_alone_without_a_pass_ran_its_whole_budget(recipe):
-    run, record = _timed_alone_record(recipe, 44, cuda_mps=True)
-    # nothing passed, so nothing stopped it: its 700 iterations, every 25th tested from 350
+@pytest.mark.parametrize(("recipe", "seed", "iterations"), [
+    (wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700, 44, 700),
+    (wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN, 44, 700),
+    (wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200, 43, 650),
+], ids=lambda v: v.name if isinstance(v, wr.Recipe) else str(v))  # fmt: skip
+def test_the_walker_recipe_timed_alone_without_a_pass_ran_its_whole_budget(
+        recipe, seed, iterations):
+    run, record = _timed_alone_record(recipe, seed, cuda_mps=True)
+    # nothing passed, so nothing stopped it: its whole budget, every 25th tested from 350
     assert "stopped_on_request" not in record.summary
-    assert record.summary["last_iteration"] == record.config["iterations"] - 1 == 699
-    assert run.progress()["iteration"].tolist() == [*range(350, 676, 25), 699]
+    assert record.summary["last_iteration"] == record.config["iterations"] - 1 == iterations - 1
+    assert run.progress()["iteration"].tolist() == [*range(350, iterations - 24, 25),
+                                                    iterations - 1]  # fmt: skip
     assert wr.first_passing(run) is None
     assert run.progress()["failed_conditions"].min() > 0
 
@@ -695,7 +718,7 @@ def test_failed_conditions_table_lines_up_trainings_checkpoint_by_checkpoint():
 
 def test_every_recipe_says_the_env_count_and_the_gpu_its_training_records_ran():
     recipes = {v for v in vars(wr).values() if isinstance(v, wr.Recipe)}  # WALKER_RECIPE too
-    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 24
+    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 25
     checked = 0
     for recipe in recipes:
         for stage in recipe.stages:
@@ -708,8 +731,8 @@ def test_every_recipe_says_the_env_count_and_the_gpu_its_training_records_ran():
                     assert f"NVIDIA {recipe.machine.upper()}" in record.provenance.device_name
                     checked += 1
     # WALKER and WALKER_TURNING_AXES_FAST_START_FINE_PLANAR: 2 stages x 3 seeds; 11 recipes x
-    # 3 seeds; ten seeds alone
-    assert checked == 55
+    # 3 seeds; eleven seeds alone
+    assert checked == 56
     assert wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR.machine == "h100"
 
 

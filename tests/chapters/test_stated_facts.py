@@ -189,11 +189,18 @@ def test_chapter_4_states_the_recipes_and_their_published_runs_as_they_are():
         "chapter 4 does not state the time to walk as walker.json has it")
     assert len(alone["runs"]) == len(wr.WALKER_TIMED_ALONE)
     assert published["time_to_walk_s"] <= wr.TIME_TO_WALK_TARGET_S
-    # chapter 6 names the GPU of the walker's recorded full-size test
+    # chapter 6 names the GPUs of the walker's recorded full-size tests, the first and its repeat
+    from mjlab_microduck.book import results
+
     _, gait_record = wr.walker_gait(published)
-    card = gait_record.provenance.device_name.split()[1]  # "NVIDIA H100 80GB HBM3" -> H100
-    assert f"the walker's recorded `full` test (one {card}," in prose("06_replay.md")
-    assert f"passes it at full size on an {card}" in prose("06_replay.md")
+    _, again = wr.published_gait(results.WALKER_GAIT_TEST_H200)
+    card, again_card = (record.provenance.device_name.split()[1]  # "NVIDIA H100 80GB HBM3" -> H100
+                        for record in (gait_record, again))  # fmt: skip
+    assert f"on the {card} that trained it and again on an {again_card}" in prose("06_replay.md")
+    assert f"passes it at full size on an {card} and again on an {again_card}" in prose(
+        "06_replay.md")
+    assert f'"recorded (full, {card})"' in prose("06_replay.md")
+    assert f'"recorded (full, {again_card})"' in prose("06_replay.md")
 
 
 def test_chapter_11_states_the_env_count_comparison_as_recorded():
@@ -1083,9 +1090,14 @@ def test_chapter_11_s_machines_table_lists_the_trainings_timed_alone_as_recorded
     machines: dict = {}
     for recipe, seed in wr.WALKER_TIMED_ALONE:
         machines.setdefault(recipe, []).append(wr.seed_run(seed, recipe=recipe))
-    assert f"They ran on {NUMBER_WORDS[len(machines)]} machines of one model" in prose(
-        "11_time_to_walk.md")
-    assert [row[0] for row in rows] == ["first", "second", "third", "fourth", "fifth", "sixth"]
+    models = [recipe.machine for recipe in machines]
+    assert models == ["h100"] * 6 + ["h200"]
+    assert (f"They ran on {NUMBER_WORDS[len(machines)]} machines, "
+            f"{NUMBER_WORDS[models.count('h100')]} H100s and then an H200:") in prose(
+        "11_time_to_walk.md")  # fmt: skip
+    ordinals = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh"]
+    assert [row[0].split(",")[0] for row in rows] == ordinals
+    assert [row[0].endswith(", an H200") for row in rows] == [m == "h200" for m in models]
     for (_, mps, trainings), runs in zip(rows, machines.values(), strict=True):
         # the gait watcher ran beside each training, so its records carry the training's MPS
         assert {record.provenance.cuda_mps for run in runs for *_, record in run.gait} == {
@@ -1108,6 +1120,7 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
     m44 = wr.seed_run(44, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700)
     e42 = wr.seed_run(42, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50)
     a44 = wr.seed_run(44, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN)
+    h43 = wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200)
     side = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)
     (it44, min44), (it43, min43) = wr.first_passing(s44), wr.first_passing(s43)
     (itm43, minm43), (itm42, minm42) = wr.first_passing(m43), wr.first_passing(m42)
@@ -1120,10 +1133,11 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
     failedm44 = progress_m44["failed_conditions"]
     clocks = wr.time_to_walk_table({"side": side, "s44": [s44], "s43": [s43], "m43": [m43],
                                     "m42": [m42], "m44": [m44], "e42": [e42],
-                                    "a44": [a44]})  # fmt: skip
+                                    "a44": [a44], "h43": [h43]})  # fmt: skip
     per_iteration = clocks["s per iteration (median)"]
     cost = wr.watcher_cost_table({"s44": [s44], "s43": [s43], "m43": [m43], "m42": [m42],
-                                  "m44": [m44], "e42": [e42], "a44": [a44]})  # fmt: skip
+                                  "m44": [m44], "e42": [e42], "a44": [a44],
+                                  "h43": [h43]})  # fmt: skip
     bench = wr.time_budget_table(60.0, benches=wr.H100_MPS_BENCHES).set_index("CUDA MPS")[
         "s per iteration alone (median)"]
     published = wr.published_walker()
@@ -1189,6 +1203,25 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
     for run in (s44, m44, a44):
         failed = run.failed_conditions()
         assert failed[675] == failed.min()
+    # seed 43's fifth draw, on the H200: no pass; within one robot at model_575 and model_600
+    progress_h43 = h43.progress().set_index("iteration")
+    failedh43 = progress_h43["failed_conditions"]
+    closest_h43 = failedh43.index[failedh43 == failedh43.min()].tolist()
+    assert wr.first_passing(h43) is None and closest_h43 == [575, 600] and failedh43.min() == 1
+    assert h43.recipe.machine == "h200" and "H200" in h43.stages[0][1].provenance.device_name
+    (backward_h43,) = h43.verdict(575)["failures"]
+    (sideways_h43,) = h43.verdict(600)["failures"]
+    assert "backward 0.2 m/s" in backward_h43 and "progress 0.01" in backward_h43
+    assert "sideways right 0.15 m/s" in sideways_h43 and "+0.30 rad" in sideways_h43
+    assert all("sideways" in f and "heading change" in f
+               for it in (625, 649) for f in h43.verdict(it)["failures"])  # fmt: skip
+    # where its clock would have reached ten minutes, gait tests included
+    first_h43, last_h43 = progress_h43.iloc[0], progress_h43.iloc[-1]
+    s_per_it_h43 = (last_h43["minutes"] - first_h43["minutes"]) * 60 / (
+        progress_h43.index[-1] - progress_h43.index[0])
+    at_ten_h43 = progress_h43.index[-1] + (
+        wr.TIME_TO_WALK_TARGET_S - last_h43["minutes"] * 60) / s_per_it_h43
+    assert abs(at_ten_h43 - 775) < 5
     minutes = sorted(float(m) for m in draws["minutes from launch"].dropna())
     stated = [
         f"Seed 44 alone passes at model_{it44}, {it44 - side44} iterations later than side by "
@@ -1261,7 +1294,30 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
         f"The recipe's time to walk on one H100 is {published['time_to_walk_s'] / 60:.1f} minutes, "
         f"the soonest of {NUMBER_WORDS[len(draws)]} draws; the others took {minutes[1]:.1f}, "
         f"{minutes[2]:.1f}, {minutes[3]:.1f} and {minutes[4]:.1f} minutes, one passed nothing by "
-        f"model_525 and two nothing by model_{failedm44.index.max()}",
+        f"model_525, two nothing by model_{failedm44.index.max()} and the one on an H200 "
+        f"nothing by model_{failedh43.index.max()}",
+        f"Seed 43's fifth training, on an H200, ran an iteration in {per_iteration['h43']:.2f} s "
+        f"and passes nothing in its {failedh43.index.max() + 1} iterations",
+        f"It closes in from {failedh43.iloc[0]} failed conditions at "
+        f"model_{failedh43.index.min()} to {failedh43[550]} at model_550 and to "
+        f"{failedh43.min()} at model_575 and model_600, "
+        f"{progress_h43.loc[575, 'minutes']:.1f} and {progress_h43.loc[600, 'minutes']:.1f} "
+        f"minutes after launch, then fails {failedh43[625]} at model_625 and "
+        f"{failedh43.iloc[-1]} at model_{failedh43.index.max()}",
+        "its clock would have reached ten minutes at about model_775",
+        f"on the H200, {per_iteration['h43']:.2f} s for seed 43 under MPS",
+        f"and seed 43's fifth, on the H200, {cost.loc['h43', 's per iteration beside a test']:.2f} "
+        f"s against {cost.loc['h43', 's per iteration otherwise']:.2f} s, "
+        f"{cost.loc['h43', 's added per test']:.1f} s per test over its "
+        f"{int(cost.loc['h43', 'gait tests beside'])} tests",
+        f"Its seeds trained again alone are {NUMBER_WORDS[len(draws)]} draws, "
+        f"{NUMBER_WORDS[int((draws['GPU'] == 'H100').sum())]} on H100s",
+        f"On an H200 ({per_iteration['h43']:.2f} s an iteration alone), seed 43's fifth draw "
+        f"passes nothing by model_{failedh43.index.max()}; it comes within one robot of 80 at "
+        f"model_575 and model_600, {progress_h43.loc[575, 'minutes']:.1f} and "
+        f"{progress_h43.loc[600, 'minutes']:.1f} minutes after launch",
+        f"Five timed trainings ended `ok` at their pass and "
+        f"{NUMBER_WORDS[int(clocks['first passing'].eq('none').sum())]} at their last iteration",
         f"takes the GPU in turns with it, {cost.loc['s44', 's added per test']:.1f} s per test "
         f"against {cost.loc['m42', 's added per test']:.1f} s under it",
         f"seed 43 passes at model_{itm43} {minm43:.1f} minutes after launch, the book's time to "
@@ -1270,15 +1326,15 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
         f"model_{ite42} after {mine42:.1f} minutes in a second draw; seed 44 at model_{it44} after "
         f"{min44:.1f} minutes",
         f"({bench['on']:.2f} s under it, {bench['off']:.2f} s without, on one machine)",
-        f"{NUMBER_WORDS[walked]} of {NUMBER_WORDS[len(draws)]} trainings alone on it walk "
+        f"{NUMBER_WORDS[walked]} of {NUMBER_WORDS[len(draws)]} trainings alone on one GPU walk "
         "within them",
     ]
-    assert walked == 4 and len(draws) == 8 and len(minutes) == 5
+    assert walked == 4 and len(draws) == 9 and len(minutes) == 5
     assert faileda44.index.max() == failedm44.index.max()  # "two nothing by model_699"
     assert len(closest_m44) == 2 and int(cost.loc["m44", "gait tests beside"]) == 14
     assert abs(bench["on"] - bench["off"]) < 0.1 * bench["off"]  # "does not slow"
     assert (cost.loc[["s43", "m43"], "s added before the first pass"] == 0).all()  # "count none"
-    assert list(cost["CUDA MPS"]) == ["off", "off", "on", "on", "on", "on", "on"]
+    assert list(cost["CUDA MPS"]) == ["off", "off", "on", "on", "on", "on", "on", "on"]
     assert published["time_to_walk_s"] == pytest.approx(minm43 * 60, abs=0.1)
     assert published["time_to_walk_s"] <= wr.TIME_TO_WALK_TARGET_S
     assert_stated(text, stated, "chapter 11 does not state the recipe timed alone as recorded")

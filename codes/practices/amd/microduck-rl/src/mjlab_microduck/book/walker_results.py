@@ -215,6 +215,15 @@ MPS on a sixth H100 (kernel cache warmed first), with the gait watcher every 25t
 from 350: no checkpoint passed, so it ran its whole budget of 700 iterations. The per-step
 paths of two of its 15 tests (model_450, model_699) were lost on the way from the machine;
 their records say so."""
+WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200 = Recipe(
+    "walker_turning_axes_straight_start_fine_yaw_alone_h200",
+    WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task,
+    ("main",),
+    machine="h200",
+)
+"""WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's seed 43 trained alone under CUDA MPS on one
+H200 (kernel cache warmed first), with the gait watcher every 25th checkpoint from 350: no
+checkpoint passed, so it ran its whole budget of 650 iterations."""
 WALKER_TASK = WALKER.task
 CANDIDATE_GAIT_TEST = "h200_walker_gait_s42_model_550"
 """The gait test of the walker recipe's candidate, kept whole beside the recipe's gait history:
@@ -981,11 +990,12 @@ WALKER_TIMED_ALONE = (
     (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700, 44),
     (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50, 42),
     (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN, 44),
+    (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200, 43),
 )
-"""The walker recipe's seeds trained again alone on one H100 for its time to walk, in the order
-they ran: seed 43 under CUDA MPS, then seeds 44 and 43 with MPS left off, then seeds 43 and 42
-under MPS on another machine, then seed 44 under MPS on a fourth, then seed 42 under MPS on a
-fifth, then seed 44 under MPS on a sixth."""
+"""The walker recipe's seeds trained again alone on one GPU for its time to walk, in the order
+they ran: on H100s, seed 43 under CUDA MPS, then seeds 44 and 43 with MPS left off, then seeds
+43 and 42 under MPS on another machine, then seed 44 under MPS on a fourth, then seed 42 under
+MPS on a fifth, then seed 44 under MPS on a sixth; then seed 43 under MPS on an H200."""
 
 
 def walker_record_summary(results_root: str | Path | None = None) -> dict:
