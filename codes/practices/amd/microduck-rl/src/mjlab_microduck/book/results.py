@@ -56,8 +56,8 @@ PRESET_HISTORY = "h200_preset_history"
 # whole beside its recipe's gait history: chapter 6 shows and times it, the drive page reads
 # its robots.
 WALKER_GAIT_TEST = "h100_walker_turning_axes_straight_start_fine_yaw_gait_s43_model_450"
-# The same checkpoint's full-size gait test repeated on an H200 (another GPU, another draw of
-# the same seeds), kept whole: chapter 6 shows it beside the first.
+# The same test of the same checkpoint (its published slim file) repeated on an H200, another
+# GPU model with the same evaluation seeds, kept whole: chapter 6 shows it beside the first.
 WALKER_GAIT_TEST_H200 = "h200_walker_turning_axes_straight_start_fine_yaw_gait_s43_model_450"
 
 TERMINATION_PREFIX = "Episode_Termination/"
