@@ -1130,7 +1130,7 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
     failedm43 = m43.failed_conditions()
     failedm42 = m42.failed_conditions()
     progress_m44 = m44.progress().set_index("iteration")
-    failedm44 = progress_m44["failed_conditions"]
+    failedm44 = m44.failed_conditions()
     clocks = wr.time_to_walk_table({"side": side, "s44": [s44], "s43": [s43], "m43": [m43],
                                     "m42": [m42], "m44": [m44], "e42": [e42],
                                     "a44": [a44], "h43": [h43]})  # fmt: skip
@@ -1184,7 +1184,7 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
     # seed 44's third draw: no pass; its closest, model_675, fails two robots of one evaluation
     # seed ending their run as they start at 0.4 m/s, and headings there and walking sideways
     progress_a44 = a44.progress().set_index("iteration")
-    faileda44 = progress_a44["failed_conditions"]
+    faileda44 = a44.failed_conditions()
     within_a44 = progress_a44.index[
         progress_a44["minutes"] * 60 <= wr.TIME_TO_WALK_TARGET_S].max()
     assert wr.first_passing(a44) is None and faileda44.idxmin() == 675
@@ -1205,7 +1205,7 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
         assert failed[675] == failed.min()
     # seed 43's fifth draw, on the H200: no pass; within one robot at model_575 and model_600
     progress_h43 = h43.progress().set_index("iteration")
-    failedh43 = progress_h43["failed_conditions"]
+    failedh43 = h43.failed_conditions()
     closest_h43 = failedh43.index[failedh43 == failedh43.min()].tolist()
     assert wr.first_passing(h43) is None and closest_h43 == [575, 600] and failedh43.min() == 1
     assert h43.recipe.machine == "h200" and "H200" in h43.stages[0][1].provenance.device_name

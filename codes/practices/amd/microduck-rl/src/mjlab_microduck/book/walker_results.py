@@ -153,73 +153,54 @@ WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW = Recipe(
     ("main",),
     machine="h100",
 )
-WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE = Recipe(
-    "walker_turning_axes_straight_start_fine_yaw_alone",
-    WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task,
-    (),
-    machine="h100",
-)
+
+
+def _walker_recipe_again(suffix: str, stages: tuple[str, ...] = ("main",),
+                         machine: str = "h100") -> Recipe:
+    """WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW trained again alone: its task, under its name
+    with ``suffix``, on ``machine``."""
+    base = WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW
+    return Recipe(f"{base.name}_{suffix}", base.task, stages, machine=machine)
+
+
+WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE = _walker_recipe_again("alone", stages=())
 """WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's seed 43, which passed at model_450 side by side,
 trained again alone on one H100 for its time to walk (warm kernel cache, managers from graphs,
 the gait watcher every 25th checkpoint from 350). Published by its gait tests alone: the
 training was stopped (SIGTERM) after model_525, so its record ends ``interrupted``, and only
 finished trainings are published."""
-WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS = Recipe(
-    "walker_turning_axes_straight_start_fine_yaw_alone_no_mps",
-    WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task,
-    ("main",),
-    machine="h100",
-)
+WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS = _walker_recipe_again("alone_no_mps")
 """WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's passing seeds (43 and 44) each trained again alone
 on one H100 with CUDA MPS left off (``MPS=0``), for the recipe's time to walk: one after the
 other on the same machine, seed 44 first (watcher every 25th checkpoint from 400, kernel cache
 warmed first) and then seed 43 (watcher from 450), each stopped at its first pass."""
-WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS = Recipe(
-    "walker_turning_axes_straight_start_fine_yaw_alone_mps",
-    WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task,
-    ("main",),
-    machine="h100",
-)
+WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS = _walker_recipe_again("alone_mps")
 """WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW trained again alone on one H100 under CUDA MPS,
 after a lone iteration was benched with MPS off and on on that machine
 (:data:`H100_MPS_BENCHES`): seed 43 (kernel cache warmed first), then seed 42, the seed that
 passed nothing side by side, one after the other, each with the gait watcher every 25th
 checkpoint from 350 and stopped at its first pass."""
-WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700 = Recipe(
-    "walker_turning_axes_straight_start_fine_yaw_alone_mps_700",
-    WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task,
-    ("main",),
-    machine="h100",
-)
+WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700 = _walker_recipe_again("alone_mps_700")
 """WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's seed 44 trained again alone under CUDA MPS on a
 fourth H100, with the gait watcher every 25th checkpoint from 350: no checkpoint passed, so it
 ran its whole budget of 700 iterations."""
-WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50 = Recipe(
-    "walker_turning_axes_straight_start_fine_yaw_alone_mps_every_50",
-    WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task,
-    ("main",),
-    machine="h100",
+WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50 = _walker_recipe_again(
+    "alone_mps_every_50"
 )
 """WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's seed 42 trained a second time alone under CUDA
 MPS on a fifth H100 (kernel cache warmed first), saving a checkpoint every 50th iteration
 instead of every 25th, so the gait watcher from 350 tested every 50th; stopped at its first
 pass."""
-WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN = Recipe(
-    "walker_turning_axes_straight_start_fine_yaw_alone_mps_700_again",
-    WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task,
-    ("main",),
-    machine="h100",
+WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN = _walker_recipe_again(
+    "alone_mps_700_again"
 )
 """WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's seed 44 trained a third time alone under CUDA
 MPS on a sixth H100 (kernel cache warmed first), with the gait watcher every 25th checkpoint
 from 350: no checkpoint passed, so it ran its whole budget of 700 iterations. The per-step
 paths of two of its 15 tests (model_450, model_699) were lost on the way from the machine;
 their records say so."""
-WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200 = Recipe(
-    "walker_turning_axes_straight_start_fine_yaw_alone_h200",
-    WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task,
-    ("main",),
-    machine="h200",
+WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200 = _walker_recipe_again(
+    "alone_h200", machine="h200"
 )
 """WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's seed 43 trained alone under CUDA MPS on one
 H200 (kernel cache warmed first), with the gait watcher every 25th checkpoint from 350: no
