@@ -579,6 +579,8 @@ TIMED_ALONE_STOPPED_AT_A_PASS = {
     # a checkpoint saved every 50th iteration, so the watcher's every 25th is every 50th
     wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50: (
         True, {42: (range(350, 401, 50), 400)}, (0.9, 1.1)),
+    wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_AGAIN: (
+        True, {42: (range(350, 401, 25), 400), 43: (range(350, 476, 25), 475)}, (0.8, 1.0)),
 }  # fmt: skip
 
 
@@ -669,6 +671,39 @@ def test_walker_json_is_what_its_records_say(published):
     assert published["first_passing"].endswith(f"_s{soonest['seed']}/{soonest['first_passing']}")
 
 
+def test_walker_json_gives_each_gpu_the_soonest_of_its_own_trainings_alone(published):
+    alone, draws = published["alone"], published["alone"]["runs"]
+    by_machine = alone["by_machine"]
+    assert list(by_machine) == list(dict.fromkeys(d["machine"] for d in draws))
+    assert set(by_machine) == {"h100", "h200"}
+    for machine, there in by_machine.items():
+        on = [d for d in draws if d["machine"] == machine]
+        assert there["trainings"] == len(on)
+        assert there["last_tested"] == f"model_{max(int(d['last_tested'][6:]) for d in on)}"
+        timed = [d for d in on if d["minutes"] is not None]
+        if not timed:
+            assert (there["time_to_walk_s"], there["first_passing"], there["seed"]) == (None,) * 3
+            continue
+        soonest = min(timed, key=lambda d: d["minutes"])
+        assert there["time_to_walk_s"] == pytest.approx(soonest["minutes"] * 60.0, abs=0.1)
+        assert there["seed"] == soonest["seed"]
+        assert there["first_passing"].endswith(f"_s{soonest['seed']}/{soonest['first_passing']}")
+    # the headline is the soonest of all, so its machine's own figure is the headline
+    assert by_machine[alone["machine"]]["time_to_walk_s"] == alone["time_to_walk_s"]
+    # the card names every other GPU's figure, or that none of its trainings passed
+    card = wr.walker_card(published).iloc[0]
+    for machine, there in by_machine.items():
+        column = (f"time to walk, min (alone on one {machine.upper()}, soonest of "
+                  f"{there['trainings']})")
+        if machine == alone["machine"]:
+            assert column not in card.index
+        elif there["time_to_walk_s"] is None:
+            assert card[column] == ("none: no training there passes a checkpoint by "
+                                    f"{there['last_tested']}")  # fmt: skip
+        else:
+            assert card[column] == round(there["time_to_walk_s"] / 60.0, 1)
+
+
 def test_alone_draws_lists_every_timed_training_and_whether_it_walked_in_time(published):
     table = wr.alone_draws(published)
     draws = published["alone"]["runs"]
@@ -718,7 +753,7 @@ def test_failed_conditions_table_lines_up_trainings_checkpoint_by_checkpoint():
 
 def test_every_recipe_says_the_env_count_and_the_gpu_its_training_records_ran():
     recipes = {v for v in vars(wr).values() if isinstance(v, wr.Recipe)}  # WALKER_RECIPE too
-    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 25
+    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 26
     checked = 0
     for recipe in recipes:
         for stage in recipe.stages:
@@ -731,8 +766,8 @@ def test_every_recipe_says_the_env_count_and_the_gpu_its_training_records_ran():
                     assert f"NVIDIA {recipe.machine.upper()}" in record.provenance.device_name
                     checked += 1
     # WALKER and WALKER_TURNING_AXES_FAST_START_FINE_PLANAR: 2 stages x 3 seeds; 11 recipes x
-    # 3 seeds; eleven seeds alone
-    assert checked == 56
+    # 3 seeds; thirteen seeds alone
+    assert checked == 58
     assert wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR.machine == "h100"
 
 
@@ -965,20 +1000,23 @@ def test_lever_scoreboard_counts_passing_seeds_and_the_closest_and_first_passes(
     assert math.isnan(board.loc["axes", "minutes from launch"])
 
 
-@pytest.mark.parametrize(("tests", "recipe", "expected"), [
-    (wr.FINE_YAW_CI_GAIT_TESTS, wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW, {43: 450, 44: 500}),
-    (wr.ALONE_CI_GAIT_TESTS, wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS,
-     {43: 350, 42: 500}),
+@pytest.mark.parametrize(("tests", "recipes", "expected"), [
+    (wr.FINE_YAW_CI_GAIT_TESTS, [wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW],
+     [(43, 450), (44, 500)]),
+    (wr.ALONE_CI_GAIT_TESTS, [recipe for recipe, _ in wr.WALKER_TIMED_ALONE],
+     [(42, 400), (43, 350), (42, 500)]),
 ], ids=["side by side", "alone"])  # fmt: skip
 def test_the_last_lever_s_passing_slim_checkpoints_pass_at_ci_size_on_a_cpu(
-    tests, recipe, expected
+    tests, recipes, expected
 ):
     import hashlib
 
-    tested = {}
+    tested = []
     for label, folder in tests.items():
         verdict, record = wr.published_gait(folder)
         seed, iteration = (int(word) for word in re.findall(r"\d+", label))
+        # the folder names the training it tests: cpu_<recipe>_gait_s<seed>_model_<iteration>
+        (recipe,) = {r for r in recipes if folder == f"cpu_{r.name}_gait_s{seed}_model_{iteration}"}
         run = wr.seed_run(seed, recipe=recipe)
         # it ran the published checkpoint, a passing one, in its task, at ci size on a CPU
         checkpoint = run.checkpoint(iteration)
@@ -987,5 +1025,13 @@ def test_the_last_lever_s_passing_slim_checkpoints_pass_at_ci_size_on_a_cpu(
         assert run.verdict(iteration)["passed"] and record.config["task"] == run.recipe.task
         assert (record.provenance.backend, record.config["robots_per_case"]) == ("cpu", 4)
         assert verdict["passed"] and record.summary["terminations"] == 0
-        tested[seed] = iteration
+        tested.append((seed, iteration))
     assert tested == expected
+    # the time to walk's checkpoint is among them, and so labelled
+    if tests is wr.ALONE_CI_GAIT_TESTS:
+        published = wr.published_walker()
+        first_run, first = published["alone"]["first_passing"].split("/")
+        (label,) = [label for label in tests if label.endswith("(time to walk)")]
+        assert label.startswith(f"seed {published['alone']['seed']}, {first} ")
+        assert tests[label] == first_run.replace("h100_", "cpu_").replace("_main_", "_gait_") + (
+            f"_{first}")

@@ -17,7 +17,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 NUMBER_WORDS = dict(enumerate(
-    ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")))
+    ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+     "eleven", "twelve")))
 """How the prose writes a small count."""
 
 
@@ -174,18 +175,21 @@ def test_chapter_4_states_the_recipes_and_their_published_runs_as_they_are():
         f"`{published['recipe'].upper()}`: its seed {published['seed']} passes at {first}, "
         f"{minutes:.1f} minutes after launch with three trainings sharing an H100"],
         "chapter 4 does not state the book's walker as walker.json has it")
-    # its time to walk: the same seed trained again alone, the soonest of several draws
+    # its time to walk: a seed trained again alone, the soonest of several draws; seed 42,
+    # which passed nothing side by side
     alone = published["alone"]
     draws = wr.alone_draws(published)
     walked = int((draws["walks within 10 min"] == "yes").sum())
-    assert alone["seed"] == published["seed"]
+    assert alone["seed"] == 42 and not published["seeds"]["42"]["passed"]
     _, alone_first = alone["first_passing"].split("/")
     assert_stated(text, [
-        f"the same seed passed at {alone_first} {published['time_to_walk_s'] / 60:.1f} minutes "
-        "after launch: the book's time to walk, within the target, the soonest of "
-        f"{NUMBER_WORDS[len(draws)]} trainings timed alone, {NUMBER_WORDS[walked]} of which walk "
-        f"within it (chapter 11 shows all {NUMBER_WORDS[len(draws)]})",
-        f"that seed walks {published['time_to_walk_s'] / 60:.1f} minutes after launch"],
+        f"its seed {alone['seed']}, which passed nothing side by side, passed at {alone_first} "
+        f"{published['time_to_walk_s'] / 60:.1f} minutes after launch: the book's time to walk, "
+        f"within the target, the soonest of {NUMBER_WORDS[len(draws)]} trainings timed alone, "
+        f"{NUMBER_WORDS[walked]} of which walk within it (chapter 11 shows all "
+        f"{NUMBER_WORDS[len(draws)]})",
+        f"its seed {alone['seed']} walks {published['time_to_walk_s'] / 60:.1f} minutes after "
+        "launch"],
         "chapter 4 does not state the time to walk as walker.json has it")
     assert len(alone["runs"]) == len(wr.WALKER_TIMED_ALONE)
     assert published["time_to_walk_s"] <= wr.TIME_TO_WALK_TARGET_S
@@ -1091,11 +1095,12 @@ def test_chapter_11_s_machines_table_lists_the_trainings_timed_alone_as_recorded
     for recipe, seed in wr.WALKER_TIMED_ALONE:
         machines.setdefault(recipe, []).append(wr.seed_run(seed, recipe=recipe))
     models = [recipe.machine for recipe in machines]
-    assert models == ["h100"] * 6 + ["h200"]
+    assert models == ["h100"] * 6 + ["h200"] + ["h100"]
+    ordinals = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth"]
     assert (f"They ran on {NUMBER_WORDS[len(machines)]} machines, "
-            f"{NUMBER_WORDS[models.count('h100')]} H100s and then an H200:") in prose(
+            f"{NUMBER_WORDS[models.index('h200')]} H100s, then an H200, then a "
+            f"{ordinals[models.count('h100') - 1]} H100:") in prose(
         "11_time_to_walk.md")  # fmt: skip
-    ordinals = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh"]
     assert [row[0].split(",")[0] for row in rows] == ordinals
     assert [row[0].endswith(", an H200") for row in rows] == [m == "h200" for m in models]
     for (_, mps, trainings), runs in zip(rows, machines.values(), strict=True):
@@ -1121,6 +1126,8 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
     e42 = wr.seed_run(42, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50)
     a44 = wr.seed_run(44, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN)
     h43 = wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200)
+    mps_again = wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_AGAIN
+    g42, g43 = (wr.seed_run(seed, recipe=mps_again) for seed in (42, 43))
     side = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)
     (it44, min44), (it43, min43) = wr.first_passing(s44), wr.first_passing(s43)
     (itm43, minm43), (itm42, minm42) = wr.first_passing(m43), wr.first_passing(m42)
@@ -1133,11 +1140,12 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
     failedm44 = m44.failed_conditions()
     clocks = wr.time_to_walk_table({"side": side, "s44": [s44], "s43": [s43], "m43": [m43],
                                     "m42": [m42], "m44": [m44], "e42": [e42],
-                                    "a44": [a44], "h43": [h43]})  # fmt: skip
+                                    "a44": [a44], "h43": [h43], "g42": [g42],
+                                    "g43": [g43]})  # fmt: skip
     per_iteration = clocks["s per iteration (median)"]
     cost = wr.watcher_cost_table({"s44": [s44], "s43": [s43], "m43": [m43], "m42": [m42],
                                   "m44": [m44], "e42": [e42], "a44": [a44],
-                                  "h43": [h43]})  # fmt: skip
+                                  "h43": [h43], "g42": [g42], "g43": [g43]})  # fmt: skip
     bench = wr.time_budget_table(60.0, benches=wr.H100_MPS_BENCHES).set_index("CUDA MPS")[
         "s per iteration alone (median)"]
     published = wr.published_walker()
@@ -1222,8 +1230,49 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
     at_ten_h43 = progress_h43.index[-1] + (
         wr.TIME_TO_WALK_TARGET_S - last_h43["minutes"] * 60) / s_per_it_h43
     assert abs(at_ten_h43 - 775) < 5
+    # the eighth machine: seed 42's third draw tests the model_375 its second never did, and
+    # passes at model_400 again; seed 43's sixth passes at model_475
+    (itg42, ming42), (itg43, ming43) = wr.first_passing(g42), wr.first_passing(g43)
+    failedg42, failedg43 = g42.failed_conditions(), g43.failed_conditions()
+    assert (itg42, itg43) == (ite42, 475) and failedg42.index.min() == 350
+    early_g42 = g42.verdict(375)["failures"]
+    starts_g42 = [f for f in early_g42 if "terminated" in f]
+    assert {f.split(",")[0] for f in starts_g42} == {"seed 2", "seed 3", "seed 4"}
+    assert sum(int(f.split(": ")[1].split(" of ")[0]) for f in starts_g42) == 4
+    assert all("legs_collapsed" in f for f in starts_g42)
+    assert sorted(terminated_at_s(f) for f in starts_g42) == pytest.approx([0.50, 0.54, 0.60])
+    (sideways_g42,) = [f for f in early_g42 if "sideways" in f]
+    headings_g43 = sorted(abs(float(f.split("heading change ")[1].split(" rad")[0]))
+                          for f in g43.verdict(425)["failures"])  # fmt: skip
+    falls_g43 = [f for f in g43.verdict(450)["failures"] if "terminated" in f]
+    (falls_g43,) = falls_g43
+    off_g43 = [f for f in g43.verdict(450)["failures"] if "heading change" in f
+               and "robot 14" not in f]  # fmt: skip
+    assert "forward 0.4" in falls_g43 and "fell_over" in falls_g43 and len(off_g43) == 1
     minutes = sorted(float(m) for m in draws["minutes from launch"].dropna())
     stated = [
+        f"seed 42's third training alone fails {failedg42[350]} conditions at model_350 and "
+        f"{failedg42[375]} at model_375, the checkpoint its second training never tested, and "
+        f"passes at model_{itg42}, as its second did",
+        f"its legs 0.50–0.60 s after starting, and one robot walking sideways ends "
+        f"{sideways_g42.split('heading change ')[1].split(' rad')[0].lstrip('+-')} rad off its",
+        f"Seed 43's sixth training closes in from {failedg43[350]} failed conditions at model_350 "
+        f"to {failedg43[425]} at model_425, two robots ending {headings_g43[0]:.2f} and "
+        f"{headings_g43[1]:.2f} rad off their heading, fails {failedg43[450]} at model_450, where "
+        f"at 0.4 m/s one robot falls {terminated_at_s(falls_g43):.2f} s after starting and "
+        f"another ends {off_g43[0].split('heading change ')[1].split(' rad')[0].lstrip('+-')} rad "
+        f"off its heading, and passes at model_{itg43}",
+        f"on the eighth machine, {per_iteration['g42']:.2f} s and {per_iteration['g43']:.2f} s "
+        "for seeds 42 and 43 under MPS",
+        "and on the eighth machine seed 42's third "
+        f"{cost.loc['g42', 's per iteration beside a test']:.2f} s against "
+        f"{cost.loc['g42', 's per iteration otherwise']:.2f} s and seed 43's sixth "
+        f"{cost.loc['g43', 's per iteration beside a test']:.2f} s against "
+        f"{cost.loc['g43', 's per iteration otherwise']:.2f} s, "
+        f"{cost.loc['g42', 's added per test']:.1f} s and "
+        f"{cost.loc['g43', 's added per test']:.1f} s per test over "
+        f"{NUMBER_WORDS[int(cost.loc['g42', 'gait tests beside'])]} and "
+        f"{NUMBER_WORDS[int(cost.loc['g43', 'gait tests beside'])]} tests",
         f"Seed 44 alone passes at model_{it44}, {it44 - side44} iterations later than side by "
         f"side; its model_650 fails {failed44[650]} conditions",
         f"third training passes at model_{it43}, the first checkpoint its watcher tested",
@@ -1259,8 +1308,9 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
         f"{cost.loc['a44', 's added per test']:.1f} s per test over its "
         f"{int(cost.loc['a44', 'gait tests beside'])} tests",
         f"saved its passing model_{itm43} {minm43:.1f} minutes after launch, its third "
-        f"{min43:.1f} minutes, seed 42 its model_{itm42} {minm42:.1f} minutes and its "
-        f"model_{ite42} in its second training {mine42:.1f} minutes, and seed 44 its "
+        f"{min43:.1f} minutes and its sixth its model_{itg43} {ming43:.1f} minutes, seed 42 its "
+        f"model_{itm42} {minm42:.1f} minutes and its model_{ite42} in its second training "
+        f"{mine42:.1f} minutes and in its third {ming42:.1f} minutes, and seed 44 its "
         f"model_{it44} {min44:.1f} minutes after launch",
         f"Seed 42's second training alone fails {failede42[ite42 - 50]} conditions at "
         f"model_{ite42 - 50} and passes at model_{ite42}, {itm42 - ite42} iterations before its "
@@ -1292,10 +1342,11 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
         f"{int(cost.loc['m44', 'gait tests beside'])} tests",
         f"seed 44's second and third nothing by model_{failedm44.index.max()}",
         f"The recipe's time to walk on one H100 is {published['time_to_walk_s'] / 60:.1f} minutes, "
-        f"the soonest of {NUMBER_WORDS[len(draws)]} draws; the others took {minutes[1]:.1f}, "
-        f"{minutes[2]:.1f}, {minutes[3]:.1f} and {minutes[4]:.1f} minutes, one passed nothing by "
-        f"model_525, two nothing by model_{failedm44.index.max()} and the one on an H200 "
-        f"nothing by model_{failedh43.index.max()}",
+        f"seed 42's third training alone, the soonest of {NUMBER_WORDS[len(draws)]} draws; the "
+        f"others took {', '.join(f'{m:.1f}' for m in minutes[1:-1])} and {minutes[-1]:.1f} "
+        f"minutes, one passed nothing by model_525, two nothing by "
+        f"model_{failedm44.index.max()} and the one on an H200 nothing by "
+        f"model_{failedh43.index.max()}",
         f"Seed 43's fifth training, on an H200, ran an iteration in {per_iteration['h43']:.2f} s "
         f"and passes nothing in its {failedh43.index.max() + 1} iterations",
         f"It closes in from {failedh43.iloc[0]} failed conditions at "
@@ -1316,26 +1367,29 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
         f"passes nothing by model_{failedh43.index.max()}; it comes within one robot of 80 at "
         f"model_575 and model_600, {progress_h43.loc[575, 'minutes']:.1f} and "
         f"{progress_h43.loc[600, 'minutes']:.1f} minutes after launch",
-        f"Five timed trainings ended `ok` at their pass and "
+        f"{NUMBER_WORDS[int(clocks['first passing'].ne('none').sum()) - 1].capitalize()} timed "
+        "trainings ended `ok` at their pass and "
         f"{NUMBER_WORDS[int(clocks['first passing'].eq('none').sum())]} at their last iteration",
         f"takes the GPU in turns with it, {cost.loc['s44', 's added per test']:.1f} s per test "
         f"against {cost.loc['m42', 's added per test']:.1f} s under it",
-        f"seed 43 passes at model_{itm43} {minm43:.1f} minutes after launch, the book's time to "
-        f"walk, and at model_{it43} after {min43:.1f} minutes in another draw; seed 42, which "
-        f"passed nothing side by side, passes at model_{itm42} after {minm42:.1f} minutes, and at "
-        f"model_{ite42} after {mine42:.1f} minutes in a second draw; seed 44 at model_{it44} after "
-        f"{min44:.1f} minutes",
+        f"seed 42, which passed nothing side by side, passes at model_{itg42} {ming42:.1f} "
+        f"minutes after launch in its third draw, the book's time to walk, at model_{ite42} "
+        f"after {mine42:.1f} minutes in its second and at model_{itm42} after {minm42:.1f} "
+        f"minutes in its first; seed 43 passes at model_{itm43} after {minm43:.1f} minutes, at "
+        f"model_{itg43} after {ming43:.1f} minutes and at model_{it43} after {min43:.1f} minutes "
+        f"in three other draws; seed 44 at model_{it44} after {min44:.1f} minutes",
         f"({bench['on']:.2f} s under it, {bench['off']:.2f} s without, on one machine)",
         f"{NUMBER_WORDS[walked]} of {NUMBER_WORDS[len(draws)]} trainings alone on one GPU walk "
         "within them",
     ]
-    assert walked == 4 and len(draws) == 9 and len(minutes) == 5
+    assert walked == 6 and len(draws) == 11 and len(minutes) == 7
     assert faileda44.index.max() == failedm44.index.max()  # "two nothing by model_699"
     assert len(closest_m44) == 2 and int(cost.loc["m44", "gait tests beside"]) == 14
     assert abs(bench["on"] - bench["off"]) < 0.1 * bench["off"]  # "does not slow"
     assert (cost.loc[["s43", "m43"], "s added before the first pass"] == 0).all()  # "count none"
-    assert list(cost["CUDA MPS"]) == ["off", "off", "on", "on", "on", "on", "on", "on"]
-    assert published["time_to_walk_s"] == pytest.approx(minm43 * 60, abs=0.1)
+    assert list(cost["CUDA MPS"]) == ["off", "off"] + ["on"] * 8
+    assert published["time_to_walk_s"] == pytest.approx(ming42 * 60, abs=0.1)
+    assert published["alone"]["by_machine"]["h200"]["time_to_walk_s"] is None
     assert published["time_to_walk_s"] <= wr.TIME_TO_WALK_TARGET_S
     assert_stated(text, stated, "chapter 11 does not state the recipe timed alone as recorded")
     appendix = re.sub(r"\s+", " ", (REPO / "book/appendix_reproduce.md").read_text())

@@ -57,7 +57,7 @@ def world(tmp_path) -> Path:
 
 BAD = [
     ([], "Expected one of {schema, validate, verify, publish, chapter-times, ci-run, map, "
-         "drive-export, fold, fold-gait, retire, collect}."),
+         "drive-export, fold, fold-gait, join-folds, retire, collect}."),
     (["frobnicate"], "Unrecognized options: frobnicate"),
     (["validate"], "give at least one record file or run folder"),
     (["validate", "{t}/runs/ok", "{t}/missing"], "{t}/missing: no record there"),
@@ -100,6 +100,8 @@ BAD = [
     (["fold", "{t}/runs/ok", "{t}/book/new", "--retire", "--keep", "other"],
      "--keep other: not among the runs to fold"),
     (["fold-gait", "{t}/runs/ok", "{t}/book/new"], "a train record, not a gait_test run"),
+    (["join-folds", "{t}/runs/ok", "{t}/runs/failed", "{t}/book/new"],
+     "{t}/runs/ok: a train record, not a summary record to join"),
     (["retire", "{t}/runs/ok", "model_5.pt"], "say why the files are retired"),
     (["retire", "{t}/runs/ok", "model_5.pt", "--why", "unread"],
      "no artifact model_5.pt in its record"),
@@ -219,6 +221,34 @@ def test_fold_gait_retires_the_folded_folders_but_those_kept(tmp_path, capsys):
     record = records.load_record(dest)
     assert record.command[:3] == ["microduck", "records", "fold-gait"]
     assert record.config["sources"] == ["h200_x_gait_s42_model_550", "h200_x_gait_s42_model_600"]
+    assert microduck(["records", "verify", str(dest)]) == 0
+
+
+def test_join_folds_makes_one_summary_and_retires_the_joined(tmp_path, capsys):
+    import shutil
+
+    published = Path(__file__).resolve().parents[2] / "book" / "results"
+    gait = published / "h200_walker_gait_s42_model_550"
+    for seed in (42, 43):  # one recipe's two trainings, each folded where it ran
+        shutil.copytree(gait, tmp_path / f"h200_x_gait_s{seed}_model_550")
+        assert microduck(["records", "fold-gait", "--retire",
+                          str(tmp_path / f"h200_x_gait_s{seed}_model_550"),
+                          str(tmp_path / f"s{seed}")]) == 0  # fmt: skip
+    capsys.readouterr()
+    dest = tmp_path / "h200_x_gait_history"
+    assert microduck(["records", "join-folds", str(tmp_path / "s42")]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "give at least two summary records to join, then the folder to write")
+    argv = ["records", "join-folds", str(tmp_path / "s42"), str(tmp_path / "s43"), str(dest),
+            "--retire"]  # fmt: skip
+    assert microduck(argv) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"joined: {dest / 'record.json'} (2 runs from 2 summary records)",
+        "retired: 2 summary folders"]  # fmt: skip
+    assert [p.name for p in tmp_path.iterdir()] == ["h200_x_gait_history"]
+    record = records.load_record(dest)
+    assert record.command[:3] == ["microduck", "records", "join-folds"]
+    assert record.config["sources"] == ["h200_x_gait_s42_model_550", "h200_x_gait_s43_model_550"]
     assert microduck(["records", "verify", str(dest)]) == 0
 
 

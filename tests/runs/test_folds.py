@@ -177,6 +177,76 @@ def test_a_fold_refuses_before_writing_anything(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["done", "rep_a"]
 
 
+def test_joined_folds_keep_every_run_as_its_fold_has_it(tmp_path):
+    # one recipe's two trainings, each folded on its own machine: s42's test, then s43's
+    sources = []
+    for seed in (42, 43):
+        where = shutil.copytree(GAIT, tmp_path / "in" / f"h200_x_gait_s{seed}_model_550")
+        folds.fold([where], tmp_path / f"fold_s{seed}", kind="gait_test", now=NOW,
+                   fold_commit=f"c{seed}")  # fmt: skip
+        sources.append(tmp_path / f"fold_s{seed}")
+    later = NOW + dt.timedelta(hours=1)
+    joined = folds.join(sources, tmp_path / "h200_x_gait_history", now=later,
+                        command=["microduck", "records", "join-folds"], fold_commit="abc123")
+    where = tmp_path / "h200_x_gait_history"
+    records.verify_artifacts(records.load_record(where), where)
+    assert joined.run_id == "20261202T020000Z_h200_x_gait_history"
+    assert joined.config == {"folded": ["gait_test"],
+                             "sources": ["h200_x_gait_s42_model_550", "h200_x_gait_s43_model_550"]}
+    assert joined.summary == {"runs": 2, "gait_test_runs": 2, "gait_tests_passed": 0,
+                              "training_seeds": "42, 43"}  # fmt: skip
+    assert joined.wall_seconds == pytest.approx(2 * records.load_record(GAIT).wall_seconds)
+    assert "joined from 2 summary records" in joined.provenance.notes[0]
+    assert "commit abc123" in joined.provenance.notes[0]
+    # every run reads back as it did from its own fold, and its rows are the same text
+    before = [run for fold in sources for run in folds.load_fold(fold)]
+    after = folds.load_fold(where)
+    assert [(r.name, r.record, r.retired, r.extra) for r in after] == [
+        (r.name, r.record, r.retired, r.extra) for r in before]
+    texts = [(fold / "gait_test.csv").read_text().splitlines() for fold in sources]
+    assert (where / "gait_test.csv").read_text().splitlines() == texts[0] + texts[1][1:]
+    assert [folds.gait_verdict(r) for r in after] == [folds.gait_verdict(r) for r in before]
+
+
+def test_joined_folds_keep_the_files_their_folds_kept(tmp_path):
+    for name, video in (("rep_a", b"a" * 10), ("rep_b", b"b" * 20)):
+        folds.fold([_replay(tmp_path / "in", name, video=video)], tmp_path / f"f_{name}",
+                   keep=folds.keep_kinds("video"), now=NOW)  # fmt: skip
+    folds.join([tmp_path / "f_rep_a", tmp_path / "f_rep_b"], tmp_path / "replays", now=NOW)
+    record = records.load_record(tmp_path / "replays")
+    assert sorted(a.path for a in record.artifacts) == [
+        "rep_a/replay.mp4", "rep_b/replay.mp4", "replay.csv", "sources.json"]
+    records.verify_artifacts(record, tmp_path / "replays")
+    shutil.rmtree(tmp_path / "in")
+    shutil.rmtree(tmp_path / "f_rep_a")
+    shutil.rmtree(tmp_path / "f_rep_b")
+    found = folds.find_folded(tmp_path, "rep_b")
+    assert found is not None and (found.where / "replay.mp4").read_bytes() == b"b" * 20
+
+
+def test_a_join_refuses_before_writing_anything(tmp_path):
+    a, b = _replay(tmp_path, "rep_a"), _replay(tmp_path, "rep_b")
+    folds.fold([a], tmp_path / "f_a")
+    folds.fold([b], tmp_path / "f_b")
+    folds.fold([a], tmp_path / "f_a_again")
+    cases = [
+        (([tmp_path / "f_a"], tmp_path / "new"), "at least two summary records"),
+        (([tmp_path / "f_a", tmp_path / "f_b"], tmp_path / "f_a"), "already exists"),
+        (([tmp_path / "f_a", tmp_path / "f_b"], tmp_path / "no" / "new"), "no such folder"),
+        (([tmp_path / "f_a", a], tmp_path / "new"), "a replay record, not a summary record"),
+        (([tmp_path / "f_a", tmp_path / "f_a_again"], tmp_path / "new"),
+         "rep_a: folded in more than one of them"),
+    ]  # fmt: skip
+    for (summaries, dest), message in cases:
+        with pytest.raises(folds.FoldError, match=message):
+            folds.join(summaries, dest)
+    (tmp_path / "f_b" / "replay.csv").write_text("changed\n")
+    with pytest.raises(folds.FoldError, match="replay.csv"):
+        folds.join([tmp_path / "f_a", tmp_path / "f_b"], tmp_path / "new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f_a", "f_a_again", "f_b", "rep_a",
+                                                          "rep_b"]  # fmt: skip
+
+
 def test_retiring_a_file_keeps_the_record_and_names_the_file(tmp_path):
     a = _replay(tmp_path, "rep_a", video=b"v" * 12)
     before = records.load_record(a)
@@ -237,6 +307,8 @@ def test_the_published_summary_records_fold_what_they_say():
                                   wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN),
                               wr.gait_history_folder(
                                   wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200),
+                              wr.gait_history_folder(
+                                  wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_AGAIN),
                               }  # fmt: skip
     counts = {name: r.summary["runs"] for name, r in summaries.items()}
     assert counts == {results.RECIPE_REPLAYS: 5, results.PRESET_HISTORY: 28,
@@ -303,6 +375,11 @@ def test_the_published_summary_records_fold_what_they_say():
                       # 25th checkpoint from 350 and 649
                       wr.gait_history_folder(
                           wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200): 13,
+                      # seeds 42 and 43 again alone under MPS on a seventh H100, each folded on
+                      # the machine and the two joined: every 25th checkpoint from 350 to each
+                      # one's pass (42: 400, 43: 475)
+                      wr.gait_history_folder(
+                          wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_AGAIN): 9,
                       }  # fmt: skip
     for name, record in summaries.items():
         records.verify_artifacts(record, RESULTS / name)

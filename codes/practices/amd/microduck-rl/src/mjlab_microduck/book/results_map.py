@@ -91,12 +91,13 @@ PUBLISHED_WALKER_RUNS = (
     *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50, seeds=(42,)),
     *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN, seeds=(44,)),
     *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200, seeds=(43,)),
+    *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_AGAIN, seeds=(42, 43)),
 )
 """The published walker's recipe (``walker.json``): its seeds' training stages and gait
 history, its gait test kept whole (on the H100 that trained it and again on an H200), and its
 seeds trained again alone (on H100s, seed 43 under CUDA MPS, then seeds 44 and 43 without, then
 seeds 43 and 42 under MPS, then seed 44, seed 42 again and seed 44 a third time under MPS; then
-seed 43 under MPS on an H200)."""
+seed 43 under MPS on an H200; then seeds 42 and 43 under MPS on a seventh H100)."""
 WALKER_TURNING_RUNS = (*recipe_runs(wr.WALKER_TURNING),
                        *recipe_runs(wr.WALKER_TURNING_ALONE, seeds=(43,)),
                        *recipe_runs(wr.WALKER_TURNING_SHORT),

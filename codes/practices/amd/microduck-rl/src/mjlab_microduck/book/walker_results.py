@@ -205,6 +205,14 @@ WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200 = _walker_recipe_again(
 """WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's seed 43 trained alone under CUDA MPS on one
 H200 (kernel cache warmed first), with the gait watcher every 25th checkpoint from 350: no
 checkpoint passed, so it ran its whole budget of 650 iterations."""
+WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_AGAIN = _walker_recipe_again(
+    "alone_mps_again"
+)
+"""WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's seeds 42 (a third time) and 43 (a fifth) trained
+alone under CUDA MPS on a seventh H100, one after the other (kernel cache warmed first), with
+the gait watcher every 25th checkpoint from 350, each stopped at its first pass. Each seed's
+gait tests were folded on the machine after its training; the two folds are joined into the
+recipe's one history (``microduck records join-folds``)."""
 WALKER_TASK = WALKER.task
 CANDIDATE_GAIT_TEST = "h200_walker_gait_s42_model_550"
 """The gait test of the walker recipe's candidate, kept whole beside the recipe's gait history:
@@ -231,12 +239,17 @@ FINE_YAW_CI_GAIT_TESTS = {
 """WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's passing checkpoints that are published (slim),
 gait-tested again at ci size on a CPU, the size the book build tests its walker at."""
 ALONE_CI_GAIT_TESTS = {
-    f"seed {seed}, model_{iteration}":
-        f"cpu_walker_turning_axes_straight_start_fine_yaw_alone_mps_gait_s{seed}_model_{iteration}"
-    for seed, iteration in ((43, 350), (42, 500))
+    f"seed {seed}, model_{iteration}" + (" (time to walk)" if time_to_walk else ""):
+        f"cpu_{recipe.name}_gait_s{seed}_model_{iteration}"
+    for recipe, seed, iteration, time_to_walk in (
+        (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_AGAIN, 42, 400, True),
+        (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS, 43, 350, False),
+        (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS, 42, 500, False))
 }  # fmt: skip
-"""The passing checkpoints of :data:`WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS`, the
-first of them the time to walk's, gait-tested again at ci size on a CPU."""
+"""Passing checkpoints of the walker's recipe trained alone, gait-tested again at ci size on a
+CPU: the time to walk's (seed 42's third training alone), and those of
+:data:`WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS`, the first of them the time to
+walk's before it."""
 TIME_TO_WALK_TARGET_S = 600.0
 """The time to walk the book aims at: 10 minutes from launch on one GPU."""
 _TARGET_MIN = f"{TIME_TO_WALK_TARGET_S / 60.0:g}"
@@ -814,7 +827,8 @@ def walker_summary(
     and, given ``alone`` (the same recipe trained again alone on one GPU,
     :data:`WALKER_HEADING_ALONE`), ``alone``, which also says how many of its checkpoints were
     gait-tested and the last of them (``tested``, ``last_tested``), and, for more than one
-    training timed alone, each of them (``runs``); ``time_to_walk_s`` and ``first_passing``
+    training timed alone, each of them (``runs``) and each machine's soonest
+    (``by_machine``); ``time_to_walk_s`` and ``first_passing``
     are the alone figure once one passes, else the side-by-side one. Each entry and each draw
     names its machine (the recipe's: ``h200``, ``h100``). With
     ``walker_alone``, the walker is a checkpoint of the ``alone`` runs instead (``walker_at``,
@@ -876,6 +890,8 @@ def walker_summary(
             # each timed training is one draw: the headline is the soonest, so every draw
             # stands beside it
             entry["runs"] = [_alone_draw(run) for run in alone]
+            # the soonest over all machines hides how another GPU fared: each machine's own
+            entry["by_machine"] = _time_to_walk_by_machine(alone)
         summary["alone"] = entry
         headline = measured or side_by_side
     summary["time_to_walk_s"] = headline["time_to_walk_s"]
@@ -883,6 +899,23 @@ def walker_summary(
     if ci_gait_record is not None:
         summary["ci_gait_record"] = ci_gait_record
     return summary
+
+
+def _time_to_walk_by_machine(alone: Sequence[SeedRun]) -> dict[str, dict]:
+    """For each machine the trainings timed alone ran on (in their order): how many ran there,
+    the soonest passing checkpoint among them and its seconds of training (None where none of
+    them passed), and the last checkpoint tested there."""
+    machines = {}
+    for machine in dict.fromkeys(run.recipe.machine for run in alone):
+        there = [run for run in alone if run.recipe.machine == machine]
+        soonest = _time_to_walk(there) or {}
+        last = max(int(run.progress()["iteration"].max()) for run in there)
+        machines[machine] = {"trainings": len(there),
+                             "time_to_walk_s": soonest.get("time_to_walk_s"),
+                             "first_passing": soonest.get("first_passing"),
+                             "seed": soonest.get("seed"),
+                             "last_tested": f"model_{last}"}  # fmt: skip
+    return machines
 
 
 def _alone_draw(run: SeedRun) -> dict:
@@ -972,11 +1005,14 @@ WALKER_TIMED_ALONE = (
     (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50, 42),
     (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN, 44),
     (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200, 43),
+    (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_AGAIN, 42),
+    (WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_AGAIN, 43),
 )
 """The walker recipe's seeds trained again alone on one GPU for its time to walk, in the order
 they ran: on H100s, seed 43 under CUDA MPS, then seeds 44 and 43 with MPS left off, then seeds
 43 and 42 under MPS on another machine, then seed 44 under MPS on a fourth, then seed 42 under
-MPS on a fifth, then seed 44 under MPS on a sixth; then seed 43 under MPS on an H200."""
+MPS on a fifth, then seed 44 under MPS on a sixth; then seed 43 under MPS on an H200; then
+seeds 42 and 43 under MPS on a seventh H100."""
 
 
 def walker_record_summary(results_root: str | Path | None = None) -> dict:
@@ -1024,7 +1060,8 @@ def walker_card(walker_record: dict, results_root: str | Path | None = None) -> 
     training to the recipe's first passing checkpoint (which may be an earlier one than the
     walker's) with the seeds side by side on one GPU, and alone on one GPU once measured (each
     column names the GPU that gave its figure; for several trainings alone, how many walked
-    within the target and how many seeds passed in some training, side by side or alone); and,
+    within the target, how many seeds passed in some training, side by side or alone, and the
+    soonest on each other GPU they ran on); and,
     once a start test ran the walker's checkpoint, how many of its starts into 0.4 m/s fold."""
     verdict, gait_record = walker_gait(walker_record, results_root)
     summary = gait_record.summary
@@ -1062,6 +1099,13 @@ def walker_card(walker_record: dict, results_root: str | Path | None = None) -> 
             passed |= {str(draw["seed"]) for draw in alone["runs"] if draw["first_passing"]}
             row["seeds passing in some training (side by side or alone)"] = (
                 f"{len(passed & set(walker_record['seeds']))} of {len(walker_record['seeds'])}")
+            for machine, there in alone.get("by_machine", {}).items():
+                if machine == alone["machine"]:
+                    continue  # the headline column above is that machine's already
+                row[f"time to walk, min (alone on one {machine.upper()}, soonest of "
+                    f"{there['trainings']})"] = (
+                    round(there["time_to_walk_s"] / 60.0, 1) if there["time_to_walk_s"] is not None
+                    else f"none: no training there passes a checkpoint by {there['last_tested']}")
     folded = start_folds.folded_starts_text(walker_checkpoint(walker_record, results_root),
                                             results_root=results_root)  # fmt: skip
     if folded is not None:

@@ -10,9 +10,10 @@ which runs" section of ``book/results/README.md`` from the records; ``ci-run`` t
 ``bash .ci/run`` in a fresh clone, stage by stage (``make ci-times``); ``drive-export`` puts the
 export of the book's checkpoint where the drive page reads it; ``fold`` and ``fold-gait`` fold
 superseded runs into one summary record (``mjlab_microduck.runs.folds``), a gait test's verdict
-as one row per case, and with ``--retire`` remove the folders it replaces; ``retire`` removes
-files no page reads from a published run, naming them in its record's notes; ``collect`` copies
-the publishable part of a multi-seed GPU run while it runs (``mjlab_microduck.jobs.collect``).
+as one row per case, and with ``--retire`` remove the folders it replaces; ``join-folds`` joins
+summary records into one; ``retire`` removes files no page reads from a published run, naming
+them in its record's notes; ``collect`` copies the publishable part of a multi-seed GPU run
+while it runs (``mjlab_microduck.jobs.collect``).
 
 Exit status: 0 when everything checked is fine, 1 when a record is invalid, changed or stale,
 2 for bad input (a path that names no record, a run that cannot be published, an output that
@@ -126,6 +127,17 @@ class FoldGait(Fold):
 
 
 @dataclass(frozen=True)
+class JoinFolds:
+    """Join summary records (e.g. the gait histories of one recipe's trainings, each folded on
+    the machine that ran it) into one: every run kept as its fold has it."""
+
+    folds: Annotated[tuple[Path, ...], Positional, arg(metavar="FOLD FOLD [FOLD ...] DEST")] = ()
+    """the summary records to join, then the folder to write (it must not exist)"""
+    retire: bool = False
+    """remove the joined summary folders once the new one is written"""
+
+
+@dataclass(frozen=True)
 class Retire:
     """Remove files no page reads (e.g. a checkpoint nobody replays) from a published run: its
     record stops listing them and its notes name each one, with its size and SHA-256."""
@@ -165,6 +177,7 @@ def _subcommands():
         Annotated[DriveExport, tyro.conf.subcommand("drive-export")],
         Annotated[Fold, tyro.conf.subcommand("fold")],
         Annotated[FoldGait, tyro.conf.subcommand("fold-gait")],
+        Annotated[JoinFolds, tyro.conf.subcommand("join-folds")],
         Annotated[Retire, tyro.conf.subcommand("retire")],
         Annotated[CollectRequest, tyro.conf.subcommand("collect")],
     ]
@@ -399,6 +412,28 @@ def _fold(request: Fold, prog: str) -> int:
     return 0
 
 
+def _join_folds(request: JoinFolds, prog: str) -> int:
+    import shutil
+
+    from mjlab_microduck.runs import folds
+    from mjlab_microduck.runtime import provenance
+
+    *summaries, dest = request.folds
+    try:
+        record = folds.join(summaries, dest, command=["microduck", "records", "join-folds",
+                                                      *(str(f) for f in request.folds)],
+                            fold_commit=provenance.git_commit())  # fmt: skip
+    except (OSError, ValueError) as err:  # FoldError, a bad record, a full disk
+        return refuse(prog, err)
+    print(f"joined: {Path(dest) / 'record.json'} ({record.summary['runs']} runs from "
+          f"{len(summaries)} summary records)")  # fmt: skip
+    if request.retire:
+        for where in summaries:
+            shutil.rmtree(where)
+        print(f"retired: {len(summaries)} summary folders")
+    return 0
+
+
 def _retire(request: Retire, prog: str) -> int:
     from mjlab_microduck.runs import folds
 
@@ -447,14 +482,17 @@ def main(argv: list[str] | None = None, prog: str = "microduck records") -> int:
             raise Refused(f"--stale-after {command.stale_after}: must be more than 0 seconds")
         if isinstance(command, Fold) and len(command.sources) < 2:
             raise Refused("give the run folders to fold, then the folder to write")
+        if isinstance(command, JoinFolds) and len(command.folds) < 3:
+            raise Refused("give at least two summary records to join, then the folder to write")
     except (Refused, ValueError) as err:  # ValueError: a request's own check()
         return refuse(prog, err)
     from mjlab_microduck.jobs.ci_run import CiRunRequest
     from mjlab_microduck.jobs.collect import CollectRequest
 
-    handlers = {Fold: _fold, Retire: _retire, Schema: _schema, Publish: _publish,
-                ChapterTimes: _chapter_times, CiRunRequest: _ci_run, CollectRequest: _collect,
-                Map: _map, DriveExport: _drive_export}  # fmt: skip  (FoldGait is a Fold)
+    # FoldGait is a Fold
+    handlers = {Fold: _fold, JoinFolds: _join_folds, Retire: _retire, Schema: _schema,
+                Publish: _publish, ChapterTimes: _chapter_times, CiRunRequest: _ci_run,
+                CollectRequest: _collect, Map: _map, DriveExport: _drive_export}  # fmt: skip
     for kind, handler in handlers.items():
         if isinstance(command, kind):
             return handler(command, prog)

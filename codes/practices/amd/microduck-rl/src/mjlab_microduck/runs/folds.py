@@ -24,18 +24,20 @@ nobody replays): its record keeps everything it said, and its notes name each re
 with its size and SHA-256.
 
 Written all or nothing (a staging folder renamed last); a fold never replaces an existing
-folder and never folds a fold. No-op cases: importing reads no file; pandas is imported by the
+folder and never folds a fold; :func:`join` makes one summary of several, each run kept as
+its fold has it. No-op cases: importing reads no file; pandas is imported by the
 functions that build or read rows.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import fnmatch
 import json
 import math
 import shutil
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -248,6 +250,14 @@ def read_source(where: str | Path, kind: str | None = None) -> Source:
     return Source(where, record, extra)
 
 
+def _check_dest(dest: Path) -> None:
+    if dest.exists():
+        raise FoldError(f"{dest}: already exists; a fold never replaces a folder")
+    if not dest.parent.is_dir():
+        raise FoldError(f"{dest.parent}: no such folder to write the fold into")
+    names.check_run_name(dest.name)
+
+
 def check_sources(
     sources: Sequence[str | Path], dest: str | Path, kind: str | None = None
 ) -> list[Source]:
@@ -257,11 +267,7 @@ def check_sources(
     dest = Path(dest)
     if not sources:
         raise FoldError("give at least one run folder to fold")
-    if dest.exists():
-        raise FoldError(f"{dest}: already exists; a fold never replaces a folder")
-    if not dest.parent.is_dir():
-        raise FoldError(f"{dest.parent}: no such folder to write the fold into")
-    names.check_run_name(dest.name)
+    _check_dest(dest)
     seen: set[str] = set()
     for where in sources:
         name = Path(where).name
@@ -273,7 +279,7 @@ def check_sources(
     return [read_source(where, kind) for where in sources]
 
 
-def _common_provenance(sources: Sequence[Source], note: str) -> records.Provenance:
+def _common_provenance(sources: Sequence[Source | FoldedRun], note: str) -> records.Provenance:
     first = sources[0].record.provenance
     stack = {(s.record.provenance.backend, s.record.provenance.device_name,
               s.record.provenance.driver_version, s.record.provenance.runtime_version,
@@ -291,7 +297,7 @@ def _common_provenance(sources: Sequence[Source], note: str) -> records.Provenan
     })  # fmt: skip
 
 
-def _summary(sources: Sequence[Source]) -> dict[str, Any]:
+def _summary(sources: Sequence[Source | FoldedRun]) -> dict[str, Any]:
     kinds: dict[str, int] = {}
     for s in sources:
         kinds[s.record.kind] = kinds.get(s.record.kind, 0) + 1
@@ -340,11 +346,7 @@ def fold(
     checked = check_sources(sources, dest, kind)
     dest = Path(dest)
     stamp = (now or dt.datetime.now(dt.timezone.utc)).astimezone(dt.timezone.utc)
-    staging = dest.with_name(dest.name + ".partial")
-    if staging.exists():
-        shutil.rmtree(staging)
-    staging.mkdir()
-    try:
+    with _staged(dest) as staging:
         entries, kept_artifacts = [], []
         for s in checked:
             kept, retired = [], []
@@ -374,32 +376,122 @@ def fold(
         note = (f"a summary of {len(checked)} runs, folded on {stamp.date().isoformat()} at "
                 f"commit {fold_commit[:12]} by `microduck records fold`; each row keeps its own "
                 "run's provenance")  # fmt: skip
-        text = json.dumps({"sources": entries}, indent=1) + "\n"
-        sources_path = records.atomic_write_text(staging / SOURCES_FILENAME, text)
-        artifacts = [records.artifact(sources_path, staging, "sources"),
-                     *_write_rows(staging, checked), *kept_artifacts]  # fmt: skip
-        walls = [s.record.wall_seconds for s in checked]
-        record = records.RunRecord(
-            run_id=names.run_stem(dest.name, stamp),
-            kind=FOLD_KIND,
-            status="ok",
-            command=list(command),
-            config={"folded": sorted({s.record.kind for s in checked}),
-                    "sources": [s.name for s in checked]},
-            provenance=_common_provenance(checked, note),
-            started_at=min(s.record.started_at for s in checked),
-            finished_at=max(s.record.finished_at or s.record.started_at for s in checked),
-            wall_seconds=(round(sum(w for w in walls if w is not None), 3)
-                          if all(w is not None for w in walls) else None),
-            summary=_summary(checked),
-            artifacts=artifacts,
-            notes="The wall time is the sum of the folded runs' own wall times.",
-        )  # fmt: skip
+        artifacts = [_write_sources(staging, entries), *_write_rows(staging, checked),
+                     *kept_artifacts]  # fmt: skip
+        record = _summary_record(dest, checked, artifacts, command, stamp, note)
         records.write_record(record, staging)
-        staging.rename(dest)
+    return record
+
+
+@contextlib.contextmanager
+def _staged(dest: Path) -> Iterator[Path]:
+    """A staging folder beside ``dest``, renamed to it when the block ends and removed when the
+    block fails: a summary is written all or nothing."""
+    staging = dest.with_name(dest.name + ".partial")
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir()
+    try:
+        yield staging
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    staging.rename(dest)
+
+
+def _write_sources(staging: Path, entries: list[dict]) -> records.Artifact:
+    text = json.dumps({"sources": entries}, indent=1) + "\n"
+    path = records.atomic_write_text(staging / SOURCES_FILENAME, text)
+    return records.artifact(path, staging, "sources")
+
+
+def _summary_record(
+    dest: Path,
+    runs: Sequence[Source | FoldedRun],
+    artifacts: list[records.Artifact],
+    command: Sequence[str],
+    stamp: dt.datetime,
+    note: str,
+) -> records.RunRecord:
+    walls = [s.record.wall_seconds for s in runs]
+    return records.RunRecord(
+        run_id=names.run_stem(dest.name, stamp),
+        kind=FOLD_KIND,
+        status="ok",
+        command=list(command),
+        config={"folded": sorted({s.record.kind for s in runs}),
+                "sources": [s.name for s in runs]},
+        provenance=_common_provenance(runs, note),
+        started_at=min(s.record.started_at for s in runs),
+        finished_at=max(s.record.finished_at or s.record.started_at for s in runs),
+        wall_seconds=(round(sum(w for w in walls if w is not None), 3)
+                      if all(w is not None for w in walls) else None),
+        summary=_summary(runs),
+        artifacts=artifacts,
+        notes="The wall time is the sum of the folded runs' own wall times.",
+    )  # fmt: skip
+
+
+def join(
+    summaries: Sequence[str | Path],
+    dest: str | Path,
+    *,
+    command: Sequence[str] = (),
+    now: dt.datetime | None = None,
+    fold_commit: str = "unknown",
+) -> records.RunRecord:
+    """Join summary records into one at ``dest``, all or nothing: every run each of them folds
+    kept as it is there (its entry in ``sources.json``, its rows, its kept files), so the
+    trainings of one recipe, each folded on the machine that ran it (where its large files
+    were), become the recipe's one history. Nothing is folded again. Raises :class:`FoldError`
+    before writing anything for fewer than two folders, one that is not a summary record or
+    whose files do not match its record, a run folded in two of them, or a ``dest`` that
+    exists."""
+    import pandas as pd
+
+    dest = Path(dest)
+    if len(summaries) < 2:
+        raise FoldError("give at least two summary records to join")
+    _check_dest(dest)
+    joined: list[tuple[Path, records.RunRecord]] = []
+    for where in map(Path, summaries):
+        try:
+            record = records.load_record(where)
+            records.verify_artifacts(record, where)
+        except records.RecordError as err:
+            raise FoldError(str(err)) from None
+        if not is_fold(record):
+            raise FoldError(f"{where}: a {record.kind} record, not a summary record to join")
+        joined.append((where, record))
+    runs = [run for where, _ in joined for run in load_fold(where)]
+    folded = [run.name for run in runs]
+    twice = sorted({name for name in folded if folded.count(name) > 1})
+    if twice:
+        raise FoldError(f"{', '.join(twice)}: folded in more than one of them")
+    stamp = (now or dt.datetime.now(dt.timezone.utc)).astimezone(dt.timezone.utc)
+    with _staged(dest) as staging:
+        entries, rows_files, artifacts = [], {}, []
+        for where, record in joined:
+            entries += json.loads((where / SOURCES_FILENAME).read_text(encoding="utf-8"))["sources"]
+            for art in record.artifacts:
+                if art.kind == "rows":
+                    rows_files.setdefault(art.path, []).append(where / art.path)
+                elif art.kind != "sources":  # a kept file, under its run's folder name
+                    target = records.atomic_copy(where / art.path, staging / art.path)
+                    artifacts.append(records.artifact(target, staging, art.kind))
+        rows_artifacts = []
+        for path, parts in sorted(rows_files.items()):
+            # read as text: every value is written back exactly as its fold wrote it
+            frames = [pd.read_csv(part, dtype=str, keep_default_na=False) for part in parts]
+            text = pd.concat(frames, ignore_index=True).fillna("").to_csv(index=False)
+            rows_artifacts.append(records.artifact(
+                records.atomic_write_text(staging / path, text), staging, "rows"))  # fmt: skip
+        note = (f"a summary of {len(runs)} runs, joined from {len(joined)} summary records on "
+                f"{stamp.date().isoformat()} at commit {fold_commit[:12]} by `microduck records "
+                "join-folds`; each row keeps its own run's provenance")  # fmt: skip
+        artifacts = [_write_sources(staging, entries), *rows_artifacts, *artifacts]
+        record = _summary_record(dest, runs, artifacts, command, stamp, note)
+        records.write_record(record, staging)
     return record
 
 
