@@ -208,8 +208,8 @@ checkpoint passed, so it ran its whole budget of 650 iterations."""
 WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_AGAIN = _walker_recipe_again(
     "alone_mps_again"
 )
-"""WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's seeds 42 (a third time) and 43 (a fifth) trained
-alone under CUDA MPS on a seventh H100, one after the other (kernel cache warmed first), with
+"""WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's seeds 42 (its third training alone) and 43 (its
+fifth alone, its sixth training) trained under CUDA MPS on a seventh H100, one after the other (kernel cache warmed first), with
 the gait watcher every 25th checkpoint from 350, each stopped at its first pass. Each seed's
 gait tests were folded on the machine after its training; the two folds are joined into the
 recipe's one history (``microduck records join-folds``)."""
