@@ -1244,8 +1244,7 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
     (sideways_g42,) = [f for f in early_g42 if "sideways" in f]
     headings_g43 = sorted(abs(float(f.split("heading change ")[1].split(" rad")[0]))
                           for f in g43.verdict(425)["failures"])  # fmt: skip
-    falls_g43 = [f for f in g43.verdict(450)["failures"] if "terminated" in f]
-    (falls_g43,) = falls_g43
+    (falls_g43,) = [f for f in g43.verdict(450)["failures"] if "terminated" in f]
     off_g43 = [f for f in g43.verdict(450)["failures"] if "heading change" in f
                and "robot 14" not in f]  # fmt: skip
     assert "forward 0.4" in falls_g43 and "fell_over" in falls_g43 and len(off_g43) == 1

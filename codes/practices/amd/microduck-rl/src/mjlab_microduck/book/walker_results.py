@@ -209,10 +209,10 @@ WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_AGAIN = _walker_recipe_aga
     "alone_mps_again"
 )
 """WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW's seeds 42 (its third training alone) and 43 (its
-fifth alone, its sixth training) trained under CUDA MPS on a seventh H100, one after the other (kernel cache warmed first), with
-the gait watcher every 25th checkpoint from 350, each stopped at its first pass. Each seed's
-gait tests were folded on the machine after its training; the two folds are joined into the
-recipe's one history (``microduck records join-folds``)."""
+fifth alone, its sixth training) trained under CUDA MPS on a seventh H100, one after the other
+(kernel cache warmed first), with the gait watcher every 25th checkpoint from 350, each stopped
+at its first pass. Each seed's gait tests were folded on the machine after its training; the
+two folds are joined into the recipe's one history (``microduck records join-folds``)."""
 WALKER_TASK = WALKER.task
 CANDIDATE_GAIT_TEST = "h200_walker_gait_s42_model_550"
 """The gait test of the walker recipe's candidate, kept whole beside the recipe's gait history:
