@@ -9,14 +9,16 @@ import pandas as pd
 import pytest
 
 from mjlab_microduck.book import case_history as ch
+from mjlab_microduck.book import walker_recipes as recipes
 from mjlab_microduck.book import walker_results as wr
 
 RESULTS = Path(__file__).resolve().parents[2] / "book" / "results"
-GROUPS = {"axes": wr.WALKER_TURNING_AXES, "fast starts": wr.WALKER_TURNING_AXES_FAST_START}
+GROUPS = {"axes": recipes.WALKER_TURNING_AXES,
+          "fast starts": recipes.WALKER_TURNING_AXES_FAST_START}
 
 
-def _case(recipe: wr.Recipe, case: str, first: int, last: int) -> pd.DataFrame:
-    rows = pd.read_csv(RESULTS / wr.gait_history_folder(recipe) / "gait_test.csv")
+def _case(recipe: recipes.Recipe, case: str, first: int, last: int) -> pd.DataFrame:
+    rows = pd.read_csv(RESULTS / recipes.gait_history_folder(recipe) / "gait_test.csv")
     return rows[(rows["case.case"] == case) & rows["iteration"].between(first, last)]
 
 
@@ -48,7 +50,7 @@ def test_a_turning_case_adds_the_slowest_seed_s_yaw_rate(groups):
         assert table.loc[label, "yaw rate / command, median"] == round(
             rows["case.mean_yaw_ratio"].median(), 2)
     # the test's pass rule: a checkpoint below 0.8 fails the case
-    straight = {"straight": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START)}
+    straight = {"straight": wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_STRAIGHT_START)}
     row = ch.case_history_table(straight, "walk_turn_right", 400, 600).loc["straight"]
     assert row["yaw rate / command, median"] < 0.8 and row["failed in"] > row["checkpoints"] / 2
 

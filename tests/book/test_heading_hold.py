@@ -10,21 +10,22 @@ import pandas as pd
 import pytest
 
 from mjlab_microduck.book import heading_hold as hh
+from mjlab_microduck.book import walker_recipes as recipes
 from mjlab_microduck.book import walker_results as wr
 
 RESULTS = Path(__file__).resolve().parents[2] / "book" / "results"
 
 
-def _sideways_worst(recipe: wr.Recipe, first: int, last: int) -> pd.Series:
-    rows = pd.read_csv(RESULTS / wr.gait_history_folder(recipe) / "gait_test.csv")
+def _sideways_worst(recipe: recipes.Recipe, first: int, last: int) -> pd.Series:
+    rows = pd.read_csv(RESULTS / recipes.gait_history_folder(recipe) / "gait_test.csv")
     sideways = rows[rows["case.case"].str.startswith(("left_", "right_"))
                     & rows["iteration"].between(first, last)]  # fmt: skip
     return sideways.groupby(["training_seed", "iteration"])["case.max_abs_heading_change_rad"].max()
 
 
 def test_the_worst_sideways_robot_is_read_from_the_verdicts_table():
-    run = wr.seed_run(42, recipe=wr.WALKER_TURNING_AXES_FINE_YAW)
-    expected = _sideways_worst(wr.WALKER_TURNING_AXES_FINE_YAW, 449, 449).loc[(42, 449)]
+    run = wr.seed_run(42, recipe=recipes.WALKER_TURNING_AXES_FINE_YAW)
+    expected = _sideways_worst(recipes.WALKER_TURNING_AXES_FINE_YAW, 449, 449).loc[(42, 449)]
     assert hh.worst_heading_rad(run, 449, hh.SIDEWAYS_CASES) == pytest.approx(expected)
     forward = hh.worst_heading_rad(run, 449, ("forward_0.3",))
     assert forward > 0.3 > hh.worst_heading_rad(run, 449, hh.SIDEWAYS_CASES)  # its one failure
@@ -33,13 +34,13 @@ def test_the_worst_sideways_robot_is_read_from_the_verdicts_table():
 
 
 def test_the_narrow_yaw_term_holds_the_sideways_heading_better_than_its_base():
-    groups = {"axes": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES),
-              "fine yaw": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FINE_YAW)}  # fmt: skip
+    groups = {"axes": wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES),
+              "fine yaw": wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_FINE_YAW)}  # fmt: skip
     table = hh.heading_hold_table(groups, 300, 450)
     assert list(table.columns) == ["checkpoints", "worst, median (rad)",
                                    "worst, largest (rad)", "past 0.3 rad"]
-    for label, recipe in (("axes", wr.WALKER_TURNING_AXES),
-                          ("fine yaw", wr.WALKER_TURNING_AXES_FINE_YAW)):  # fmt: skip
+    for label, recipe in (("axes", recipes.WALKER_TURNING_AXES),
+                          ("fine yaw", recipes.WALKER_TURNING_AXES_FINE_YAW)):  # fmt: skip
         worst = _sideways_worst(recipe, 300, 450)
         row = table.loc[label]
         assert row["checkpoints"] == len(worst) == 12  # 3 seeds x 300, 350, 400, 450 (449)
@@ -53,12 +54,12 @@ def test_the_narrow_yaw_term_holds_the_sideways_heading_better_than_its_base():
 
 
 def test_command_errors_are_the_mean_of_the_ten_iterations_up_to_the_one_asked():
-    runs = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FINE_YAW)
+    runs = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_FINE_YAW)
     table = hh.command_error_table({"fine yaw": runs}, 449)
-    assert list(table.index) == [("fine yaw", s) for s in wr.SEEDS]
-    for seed in wr.SEEDS:
-        scalars = pd.read_csv(RESULTS / wr.stage_folder(wr.WALKER_TURNING_AXES_FINE_YAW, "main",
-                                                        seed) / "scalars.csv")  # fmt: skip
+    assert list(table.index) == [("fine yaw", s) for s in recipes.SEEDS]
+    for seed in recipes.SEEDS:
+        main = recipes.stage_folder(recipes.WALKER_TURNING_AXES_FINE_YAW, "main", seed)
+        scalars = pd.read_csv(RESULTS / main / "scalars.csv")
         window = scalars[scalars["iteration"].between(440, 449)]
         assert len(window) == 10
         row = table.loc[("fine yaw", seed)]

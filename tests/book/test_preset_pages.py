@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from mjlab_microduck.book import preset_pages
+from mjlab_microduck.book import walker_recipes as recipes
 from mjlab_microduck.book import walker_results as wr
 from mjlab_microduck.tasks import tuning
 
@@ -68,20 +69,20 @@ def test_outcome_text_tells_stands_steps_and_walks_apart():
 
 def test_preset_table_from_the_published_records():
     walker_record = wr.walker_heading_summary()
-    turning = wr.seed_runs(recipe=wr.WALKER_TURNING)
-    alone = [wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE)]
-    short = wr.seed_runs(recipe=wr.WALKER_TURNING_SHORT)
-    axes = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)
-    axes_alone = [wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_ALONE)]
-    axes_8192 = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_8192)
-    more = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_MORE_UPDATES)
-    wide_kl = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_WIDE_KL)
-    fine_yaw = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FINE_YAW)
-    fast_start = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START)
-    fast_start_standing = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START_STANDING)
-    fine_planar = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR)
-    straight_start = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START)
-    straight_fine_yaw = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)
+    turning = wr.seed_runs(recipe=recipes.WALKER_TURNING)
+    alone = [wr.seed_run(43, recipe=recipes.WALKER_TURNING_ALONE)]
+    short = wr.seed_runs(recipe=recipes.WALKER_TURNING_SHORT)
+    axes = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES)
+    axes_alone = [wr.seed_run(43, recipe=recipes.WALKER_TURNING_AXES_ALONE)]
+    axes_8192 = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_8192)
+    more = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_MORE_UPDATES)
+    wide_kl = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_WIDE_KL)
+    fine_yaw = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_FINE_YAW)
+    fast_start = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_FAST_START)
+    fast_start_standing = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_FAST_START_STANDING)
+    fine_planar = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR)
+    straight_start = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_STRAIGHT_START)
+    straight_fine_yaw = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)
     levers = {"walker_turning": (turning, alone), "walker_turning_short": (short, ()),
               "walker_turning_axes": (axes, axes_alone),
               "walker_turning_axes_8192": (axes_8192, ()),
@@ -94,7 +95,7 @@ def test_preset_table_from_the_published_records():
               "walker_turning_axes_straight_start": (straight_start, ()),
               "walker_turning_axes_straight_start_fine_yaw": (straight_fine_yaw, ())}
     table = preset_pages.preset_table(
-        wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW), walker_record=walker_record,
+        wr.seed_runs(), wr.seed_runs(recipe=recipes.WALKER_NARROW), walker_record=walker_record,
         levers=levers)
     # one row per preset, and the env-count lever right under the preset it trains again
     trained = [p.name.upper() for p in preset_pages.TABLE_PRESETS]
@@ -103,7 +104,7 @@ def test_preset_table_from_the_published_records():
                                  *trained[under:]]
     # a lever whose runs are not given has no row
     partial = preset_pages.preset_table(
-        wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW), walker_record=walker_record,
+        wr.seed_runs(), wr.seed_runs(recipe=recipes.WALKER_NARROW), walker_record=walker_record,
         levers={k: v for k, v in levers.items() if k != "walker_turning_axes_wide_kl"})
     assert list(partial.index) == [n for n in table.index if n != "WALKER_TURNING_AXES_WIDE_KL"]
     assert list(table.columns) == ["built on", "what it changed", "outcome"]
@@ -120,7 +121,7 @@ def test_preset_table_from_the_published_records():
         f"walks: {walker_record['seeds_passing']} of its 3 seeds pass the whole gait test, "
         "the first at model_900 of seed 42")
     # and the same seed trained again alone, as walker.json has it
-    heading_alone = wr.seed_run(42, recipe=wr.WALKER_HEADING_ALONE)
+    heading_alone = wr.seed_run(42, recipe=recipes.WALKER_HEADING_ALONE)
     assert wr.first_passing(heading_alone) is None
     assert heading["outcome"].endswith(
         "; trained again alone, seed 42 passes no checkpoint by model_999")
@@ -130,7 +131,7 @@ def test_preset_table_from_the_published_records():
         "turn-in-place envs: 15% of the draws that are not standing, yaw rate at least 0.3 rad/s")
     # the outcome is read from the gait tests: seeds passing, the first, and the seed alone
     passing = [r.seed for r in turning if wr.first_passing(r) is not None]
-    first_it, first_min = wr.first_passing(turning[wr.SEEDS.index(43)])
+    first_it, first_min = wr.first_passing(turning[recipes.SEEDS.index(43)])
     alone_it, alone_min = wr.first_passing(alone[0])
     assert turning_row["outcome"] == (
         f"passes in {len(passing)} of its 3 seeds (4096 envs each, on one H200) by model_799: "
@@ -208,7 +209,7 @@ def test_preset_table_from_the_published_records():
             f"no checkpoint of its 3 seeds {envs} passes the gait test by model_{last}; the "
             f"closest, {closest}")
     # Without a published walker, or without the levers' runs, their rows are left out.
-    without = preset_pages.preset_table(wr.seed_runs(), wr.seed_runs(recipe=wr.WALKER_NARROW))
+    without = preset_pages.preset_table(wr.seed_runs(), wr.seed_runs(recipe=recipes.WALKER_NARROW))
     assert {"WALKER_HEADING", *(n.upper() for n in preset_pages.LEVERS)}.isdisjoint(
         without.index)
     assert set(without.index) == {p.name.upper() for p in preset_pages.TABLE_PRESETS} - {
@@ -235,7 +236,7 @@ def test_a_lever_without_a_training_clock_is_judged_by_iteration():
 
 
 def test_a_lever_no_seed_passes_says_so_with_its_last_tested_checkpoint():
-    narrow = wr.seed_runs(recipe=wr.WALKER_NARROW)
+    narrow = wr.seed_runs(recipe=recipes.WALKER_NARROW)
     last = max(int(r.progress()["iteration"].max()) for r in narrow)
     assert preset_pages.lever_outcome(narrow).startswith(
         "no checkpoint of its 3 seeds (4096 envs each, on one H200) passes the gait test by "

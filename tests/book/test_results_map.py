@@ -19,6 +19,7 @@ from mjlab_microduck.analysis import acceptance
 from mjlab_microduck.book import chapter_times as ct
 from mjlab_microduck.book import results, tables
 from mjlab_microduck.book import results_map as rm
+from mjlab_microduck.book import walker_recipes as recipes
 from mjlab_microduck.book import walker_results as wr
 from mjlab_microduck.cli import main
 from mjlab_microduck.runs import records
@@ -360,15 +361,15 @@ def test_chapters_4_and_6_read_the_runs_preset_outcomes_reads():
 
 
 def test_the_walker_pages_read_every_folder_seed_runs_reads():
-    for recipe, docs in ((wr.WALKER, ("04_train_500", "05_resume_1500")),
-                         (wr.WALKER_NARROW, ("04_train_500",)),
-                         (wr.WALKER_HEADING, ("04_train_500",))):  # fmt: skip
+    for recipe, docs in ((recipes.WALKER, ("04_train_500", "05_resume_1500")),
+                         (recipes.WALKER_NARROW, ("04_train_500",)),
+                         (recipes.WALKER_HEADING, ("04_train_500",))):  # fmt: skip
         read = set()
         for run in wr.seed_runs(recipe=recipe):
             read |= {where.name for where, _ in run.stages}
             read |= {_folder(where) for _, where, _ in run.gait}
-        runs = {wr.WALKER: rm.WALKER_RUNS, wr.WALKER_NARROW: rm.WALKER_NARROW_RUNS,
-                wr.WALKER_HEADING: rm.WALKER_HEADING_RUNS}[recipe]
+        runs = {recipes.WALKER: rm.WALKER_RUNS, recipes.WALKER_NARROW: rm.WALKER_NARROW_RUNS,
+                recipes.WALKER_HEADING: rm.WALKER_HEADING_RUNS}[recipe]
         assert _matched(runs) == read
         for doc in docs:
             assert read <= _matched(_page(f"notebooks/{doc}").runs), (recipe.name, doc)
@@ -387,10 +388,12 @@ def test_the_front_page_reads_every_run_the_table_of_chapters_sums():
 def test_a_summary_record_is_one_row_naming_the_runs_it_folds():
     frame = rm.folder_frame(results.results_root())
     sizes = {name: rm.row(name, frame)["size"] for name in (
-        results.PRESET_HISTORY, results.RECIPE_REPLAYS, wr.gait_history_folder(wr.WALKER))}
+        results.PRESET_HISTORY, results.RECIPE_REPLAYS,
+        recipes.gait_history_folder(recipes.WALKER))}
     assert sizes == {results.PRESET_HISTORY: "20 replays, 8 trainings folded",
                      results.RECIPE_REPLAYS: "5 replays folded",
-                     wr.gait_history_folder(wr.WALKER): "39 gait tests folded"}  # fmt: skip
+                     recipes.gait_history_folder(recipes.WALKER):
+                         "39 gait tests folded"}  # fmt: skip
     one = records.load_record(results.results_root() / results.RECIPE_REPLAYS)
     one = one.model_copy(update={"summary": {"runs": 1, "replay_runs": 1}})
     assert tables.size_text(one) == "1 replay folded"

@@ -48,12 +48,13 @@ def test_the_fold_table_counts_each_case_s_ended_robots_from_the_record():
 def test_each_start_test_ran_the_published_checkpoint_its_label_names():
     import hashlib
 
+    from mjlab_microduck.book import walker_recipes as recipes
     from mjlab_microduck.book import walker_results as wr
     from mjlab_microduck.runs import records
 
     walker = wr.walker_heading_summary()  # WALKER_HEADING's walker, s42 model_999
-    lever = wr.seed_runs(recipe=wr.WALKER_TURNING)[1]
-    planar = wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR)
+    lever = wr.seed_runs(recipe=recipes.WALKER_TURNING)[1]
+    planar = wr.seed_run(43, recipe=recipes.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR)
     checkpoints = [wr.walker_checkpoint(walker), lever.checkpoint(wr.first_passing(lever)[0]),
                    planar.checkpoint(wr.first_passing(planar)[0])]  # fmt: skip
     assert lever.seed == 43 and wr.first_passing(lever)[0] == 500
@@ -68,7 +69,7 @@ def test_each_start_test_ran_the_published_checkpoint_its_label_names():
         for field, value in START_TEST.items():
             assert record.config[field] == (list(value) if isinstance(value, tuple) else value)
     # the task came from the run record beside the checkpoint
-    assert record.config["task"] == wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR.task
+    assert record.config["task"] == recipes.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR.task
 
 
 def test_a_single_end_is_one_time_and_none_is_a_dash():

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from mjlab_microduck.analysis import gait, walker, watcher_cost
+from mjlab_microduck.book import walker_recipes as recipes
 from mjlab_microduck.book import walker_results as wr
 from mjlab_microduck.runs import records
 
@@ -28,10 +29,10 @@ def runs():
 
 
 def test_three_seeds_of_the_recipe_at_scale_are_published(runs):
-    assert [run.seed for run in runs] == list(wr.SEEDS)
+    assert [run.seed for run in runs] == list(recipes.SEEDS)
     for run in runs:
         (main_dir, main), (resume_dir, resume) = run.stages
-        assert main.config["task"] == resume.config["task"] == wr.WALKER_TASK
+        assert main.config["task"] == resume.config["task"] == recipes.WALKER_TASK
         assert main.config["num_envs"] == resume.config["num_envs"] == 4096
         assert (main.config["iterations"], resume.config["iterations"]) == (500, 250)
         assert resume.config["resume_from_iteration"] == 499
@@ -101,13 +102,13 @@ def test_the_case_table_shows_the_heading_speed_the_walk_and_turn_cases_pass_on(
 
 @pytest.fixture(scope="module")
 def narrow_runs():
-    return wr.seed_runs(recipe=wr.WALKER_NARROW)
+    return wr.seed_runs(recipe=recipes.WALKER_NARROW)
 
 
 def test_the_narrow_recipe_has_three_seeds_of_one_500_iteration_stage(narrow_runs):
     for run in narrow_runs:
         ((main_dir, main),) = run.stages
-        assert main.config["task"] == wr.WALKER_NARROW.task
+        assert main.config["task"] == recipes.WALKER_NARROW.task
         assert main.config["tuning"]["ang_vel_std_rad_s"] == 0.3
         assert (main.config["num_envs"], main.config["iterations"]) == (4096, 500)
         with pytest.raises(FileNotFoundError, match="model_499.pt is not published"):
@@ -115,7 +116,7 @@ def test_the_narrow_recipe_has_three_seeds_of_one_500_iteration_stage(narrow_run
         assert [it for it, _, _ in run.gait] == [*range(100, 451, 50), 499]
         # every gait test is a row of the recipe's gait history, none has its own folder
         assert {where.parent.name for _, where, _ in run.gait} == {
-            wr.gait_history_folder(wr.WALKER_NARROW)}
+            recipes.gait_history_folder(recipes.WALKER_NARROW)}
         assert walker.time_to_walk_s(run.progress()) is None
 
 
@@ -153,7 +154,7 @@ def test_stage_table_has_one_row_per_stage_with_its_median_iteration_time(runs, 
 class StandInRun:
     """A seed run with a made-up progress table, on the training record of a published one."""
 
-    def __init__(self, published, seed, rows, recipe=wr.WALKER_HEADING):
+    def __init__(self, published, seed, rows, recipe=recipes.WALKER_HEADING):
         self.seed, self.recipe = seed, recipe
         self.stages = published.stages
         self.gait = tuple((row["iteration"], Path(f"gait_s{seed}_model_{row['iteration']}"), None)
@@ -235,8 +236,8 @@ def test_the_winning_seed_trained_alone_gives_the_time_to_walk_the_shared_gpu_st
 ):
     runs, published = _stand_in_runs(), wr.seed_run(42)
     # Alone, seed 42 first passes at 350 after 300 s (side by side: 300, at 5 min).
-    alone = [StandInRun(published, 42, [{**row, "minutes": row["minutes"] * 0.6} for row in
-                                        _rows(350)], recipe=wr.WALKER_HEADING_ALONE)]  # fmt: skip
+    faster = [{**row, "minutes": row["minutes"] * 0.6} for row in _rows(350)]
+    alone = [StandInRun(published, 42, faster, recipe=recipes.WALKER_HEADING_ALONE)]
     summary = wr.walker_summary(runs, walker_at=(42, 350), alone=alone)
     assert summary["alone"] == {"time_to_walk_s": pytest.approx(210.0), "seed": 42,
                                 "first_passing": "h200_walker_heading_alone_main_s42/model_350",
@@ -248,7 +249,7 @@ def test_the_winning_seed_trained_alone_gives_the_time_to_walk_the_shared_gpu_st
     assert summary["checkpoint"] == "h200_walker_heading_main_s42/model_350.pt"
     assert summary["seeds_passing"] == 2
     # Alone and never passing: said so, and the side-by-side figure stays the headline.
-    never = [StandInRun(published, 42, _rows(), recipe=wr.WALKER_HEADING_ALONE)]
+    never = [StandInRun(published, 42, _rows(), recipe=recipes.WALKER_HEADING_ALONE)]
     summary = wr.walker_summary(runs, alone=never)
     assert summary["alone"] == {"time_to_walk_s": None, "first_passing": None, "seed": 42,
                                 "machine": "h200", "tested": 3, "last_tested": "model_350"}
@@ -261,20 +262,20 @@ def test_the_walker_may_be_the_checkpoint_its_timed_training_alone_reached_first
     runs, published = _stand_in_runs(), wr.seed_run(42)
     # Alone, seed 44 passes at 300 and 350, the first after 150 s.
     halved = [{**row, "minutes": row["minutes"] / 2} for row in _rows(300, 350)]
-    alone = [StandInRun(published, 44, halved, recipe=wr.WALKER_HEADING_ALONE)]
+    alone = [StandInRun(published, 44, halved, recipe=recipes.WALKER_HEADING_ALONE)]
     summary = wr.walker_summary(runs, alone=alone, walker_alone=True, ci_gait_record="cpu")
     assert (summary["seed"], summary["iteration"]) == (44, 300)
     assert summary["checkpoint"] == "h200_walker_heading_main_s44/model_300.pt"
     assert summary["gait_record"] == "gait_s44_model_300"
     # the recipe is the one whose seeds the verdicts are, and the headline is the alone time
-    assert (summary["recipe"], summary["seeds_passing"]) == (wr.WALKER_HEADING.name, 2)
+    assert (summary["recipe"], summary["seeds_passing"]) == (recipes.WALKER_HEADING.name, 2)
     assert summary["time_to_walk_s"] == pytest.approx(150.0) == summary["alone"]["time_to_walk_s"]
     assert summary["side_by_side"]["time_to_walk_s"] == pytest.approx(250.0)
     assert wr.walker_summary(runs, walker_at=(44, 350), alone=alone,
                              walker_alone=True)["iteration"] == 350  # fmt: skip
     with pytest.raises(ValueError, match="not a passing checkpoint"):
         wr.walker_summary(runs, walker_at=(42, 300), alone=alone, walker_alone=True)
-    never = [StandInRun(published, 44, _rows(), recipe=wr.WALKER_HEADING_ALONE)]
+    never = [StandInRun(published, 44, _rows(), recipe=recipes.WALKER_HEADING_ALONE)]
     with pytest.raises(wr.NoWalkerError, match="alone runs"):
         wr.walker_summary(runs, alone=never, walker_alone=True)
     wr.write_walker(runs, tmp_path, alone=alone, walker_alone=True, ci_gait_record="cpu")
@@ -287,7 +288,7 @@ def test_a_time_to_walk_says_what_its_start_up_compiled_where_the_record_counted
     counted = record.model_copy(update={"summary": {
         **record.summary, "warp_modules_loaded": 40, "warp_modules_compiled": 0,
         "warp_compile_s": 0.0}})  # fmt: skip
-    alone = StandInRun(published, 44, _rows(250), recipe=wr.WALKER_HEADING_ALONE)
+    alone = StandInRun(published, 44, _rows(250), recipe=recipes.WALKER_HEADING_ALONE)
     alone.stages = ((path, counted),)
     summary = wr.walker_summary(runs, alone=[alone])
     assert summary["alone"]["warp_modules_compiled"] == 0
@@ -306,7 +307,7 @@ def test_no_walker_is_published_while_no_seed_passes(tmp_path):
 
 def test_training_curves_carry_the_clock_of_the_gait_tests(runs):
     curves = wr.training_curves(runs)
-    assert list(curves) == list(wr.SEEDS)
+    assert list(curves) == list(recipes.SEEDS)
     for run in runs:
         curve = curves[run.seed]
         assert curve["minutes"].is_monotonic_increasing and not curve["minutes"].isna().any()
@@ -319,10 +320,10 @@ def test_training_curves_carry_the_clock_of_the_gait_tests(runs):
 # ----------------------------------------------------------------------------- the published walker
 
 
-def recipe_of(walker_record: dict) -> wr.Recipe:
+def recipe_of(walker_record: dict) -> recipes.Recipe:
     """The Recipe a walker.json names by its ``recipe``."""
-    (recipe,) = {r for r in vars(wr).values()
-                 if isinstance(r, wr.Recipe) and r.name == walker_record["recipe"]}  # fmt: skip
+    (recipe,) = {r for r in vars(recipes).values()
+                 if isinstance(r, recipes.Recipe) and r.name == walker_record["recipe"]}
     return recipe
 
 
@@ -368,7 +369,7 @@ def test_the_published_walker_passes_its_full_size_gait_test_again_on_an_h200(pu
 
 def test_at_least_two_of_three_seeds_of_the_walker_recipe_pass(published):
     seeds = wr.seed_verdicts(published)
-    assert list(seeds.index) == [f"seed {s}" for s in wr.SEEDS]
+    assert list(seeds.index) == [f"seed {s}" for s in recipes.SEEDS]
     assert (seeds["passes"] == "yes").sum() == published["seeds_passing"] >= 2
     # walker.json names the seeds' first passing checkpoint (the time to walk side by side)
     first_seed = published["side_by_side"]["seed"]
@@ -413,9 +414,9 @@ def test_the_walker_card_names_its_run_machine_and_date(published):
 def test_the_heading_recipe_s_summary_names_its_walker_and_the_book_s_walker_is_sooner(published):
     heading = wr.walker_heading_summary()
     assert (heading["recipe"], heading["seed"], heading["iteration"]) == (
-        wr.WALKER_HEADING.name, *wr.HEADING_WALKER_AT)
-    assert heading["ci_gait_record"] == wr.HEADING_CI_GAIT_TEST
-    assert (RESULTS / wr.HEADING_CI_GAIT_TEST).is_dir()
+        recipes.WALKER_HEADING.name, *recipes.HEADING_WALKER_AT)
+    assert heading["ci_gait_record"] == recipes.HEADING_CI_GAIT_TEST
+    assert (RESULTS / recipes.HEADING_CI_GAIT_TEST).is_dir()
     # its walker passes its full-size test, its first pass is seed 42's model_900, and seed 42
     # trained again alone passes nothing
     assert wr.walker_gait(heading)[0]["passed"]
@@ -432,26 +433,26 @@ def test_a_walker_json_naming_a_missing_checkpoint_is_refused(tmp_path, publishe
 
 
 def test_turning_lever_runs_read_back_from_their_records():
-    runs = wr.seed_runs(recipe=wr.WALKER_TURNING)
-    assert [r.seed for r in runs] == list(wr.SEEDS)
+    runs = wr.seed_runs(recipe=recipes.WALKER_TURNING)
+    assert [r.seed for r in runs] == list(recipes.SEEDS)
     for run in runs:
         # every 50th checkpoint from 250 was tested as it was saved (the last one is model_799)
         iterations = [it for it, _, _ in run.gait]
         assert iterations[0] == 250
         assert all(b - a in (49, 50) for a, b in zip(iterations, iterations[1:], strict=False))
-        assert run.stages[0][1].config["task"] == wr.WALKER_TURNING.task
+        assert run.stages[0][1].config["task"] == recipes.WALKER_TURNING.task
     passing = {r.seed: [it for it, v in r.verdicts.items() if v["passed"]] for r in runs}
     first = {seed: its[0] for seed, its in passing.items() if its}
     # a seed's first passing checkpoint is published slim, so a page can replay it
     for seed, it in first.items():
-        assert runs[wr.SEEDS.index(seed)].checkpoint(it).is_file()
+        assert runs[recipes.SEEDS.index(seed)].checkpoint(it).is_file()
 
 
 def test_time_to_walk_table_reads_the_first_passing_checkpoint_and_the_gpu_sharing():
-    heading = wr.seed_runs(recipe=wr.WALKER_HEADING)
-    turning = wr.seed_runs(recipe=wr.WALKER_TURNING)
-    alone = [wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE)]
-    short = wr.seed_runs(recipe=wr.WALKER_TURNING_SHORT)
+    heading = wr.seed_runs(recipe=recipes.WALKER_HEADING)
+    turning = wr.seed_runs(recipe=recipes.WALKER_TURNING)
+    alone = [wr.seed_run(43, recipe=recipes.WALKER_TURNING_ALONE)]
+    short = wr.seed_runs(recipe=recipes.WALKER_TURNING_SHORT)
     table = wr.time_to_walk_table(
         {"heading": heading, "turning": turning, "alone": alone, "short": short})
     assert list(table["trainings on the GPU"]) == [3, 3, 1, 3]
@@ -472,30 +473,30 @@ def test_time_to_walk_table_reads_the_first_passing_checkpoint_and_the_gpu_shari
         f"h200_walker_turning_alone_main_s43/model_{iteration}")
     assert table.loc["alone", "minutes from launch"] == round(minutes, 1)
     # a group none of whose checkpoints passes has no first passing checkpoint
-    narrow = wr.time_to_walk_table({"narrow": wr.seed_runs(recipe=wr.WALKER_NARROW)})
+    narrow = wr.time_to_walk_table({"narrow": wr.seed_runs(recipe=recipes.WALKER_NARROW)})
     assert narrow.loc["narrow", "first passing"] == "none"
     assert narrow["minutes from launch"].isna().all()
 
 
 def test_the_seed_trained_alone_is_one_1000_iteration_run_gait_tested_every_50th():
-    run = wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE)
+    run = wr.seed_run(43, recipe=recipes.WALKER_TURNING_ALONE)
     record = run.stages[0][1]
-    assert record.config["task"] == wr.WALKER_TURNING.task
+    assert record.config["task"] == recipes.WALKER_TURNING.task
     assert record.config["num_envs"] == 4096 and record.summary["last_iteration"] == 999
     assert [it for it, _, _ in run.gait] == [*range(300, 1000, 50), 999]
 
 
 def test_the_walker_s_first_seed_trained_again_alone_is_faster_per_iteration_and_passes_nothing():
-    run = wr.seed_run(42, recipe=wr.WALKER_HEADING_ALONE)
+    run = wr.seed_run(42, recipe=recipes.WALKER_HEADING_ALONE)
     record = run.stages[0][1]
-    assert record.config["task"] == wr.WALKER_HEADING.task and record.status == "ok"
+    assert record.config["task"] == recipes.WALKER_HEADING.task and record.status == "ok"
     assert record.config["num_envs"] == 4096 and record.summary["last_iteration"] == 999
     # every 50th checkpoint from 450, and the last, gait-tested as it was saved
     assert [it for it, _, _ in run.gait] == [*range(450, 1000, 50), 999]
-    side_by_side = wr.seed_run(42, recipe=wr.WALKER_HEADING)
+    side_by_side = wr.seed_run(42, recipe=recipes.WALKER_HEADING)
     assert wr.first_passing(side_by_side)[0] == 900 and wr.first_passing(run) is None
     table = wr.time_to_walk_table({"alone": [run], "together": wr.seed_runs(
-        recipe=wr.WALKER_HEADING)})  # fmt: skip
+        recipe=recipes.WALKER_HEADING)})  # fmt: skip
     assert table.loc["alone", "trainings on the GPU"] == 1
     assert table.loc["alone", "s per iteration (median)"] < table.loc[
         "together", "s per iteration (median)"]
@@ -515,8 +516,8 @@ def test_the_walker_s_first_seed_trained_again_alone_is_faster_per_iteration_and
 
 
 def test_near_pass_failures_count_the_cases_failing_in_nearly_passing_checkpoints():
-    heading = wr.seed_runs(recipe=wr.WALKER_HEADING)
-    turning = wr.seed_runs(recipe=wr.WALKER_TURNING)
+    heading = wr.seed_runs(recipe=recipes.WALKER_HEADING)
+    turning = wr.seed_runs(recipe=recipes.WALKER_TURNING)
     table = wr.near_pass_failures({"heading": heading, "turning": turning})
     assert list(table.columns) == ["heading", "turning"]
     for label, runs in (("heading", heading), ("turning", turning)):
@@ -540,25 +541,26 @@ def test_near_pass_failures_count_the_cases_failing_in_nearly_passing_checkpoint
 
 
 def test_a_recipe_published_by_its_gait_tests_alone_has_no_clock():
-    runs = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)
-    assert wr.WALKER_TURNING_AXES.stages == () and [r.seed for r in runs] == list(wr.SEEDS)
+    runs = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES)
+    assert recipes.WALKER_TURNING_AXES.stages == ()
+    assert [r.seed for r in runs] == list(recipes.SEEDS)
     for run in runs:
         assert run.stages == ()
         progress = run.progress()
         assert progress["minutes"].isna().all() and len(progress) == len(run.gait)
         for _, _, record in run.gait:
             # each gait test names the checkpoint it tested, and the lever's task
-            assert record.config["task"] == wr.WALKER_TURNING_AXES.task
+            assert record.config["task"] == recipes.WALKER_TURNING_AXES.task
             assert len(record.config["checkpoint_sha256"]) == 64
     first = {r.seed: wr.first_passing(r) for r in runs}
     assert first[43][0] == 500 and first[42] is None and first[44] is None
 
 
 def test_the_straight_start_fine_yaw_seed_trained_again_alone_is_read_by_its_gait_tests():
-    recipe = wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE
+    recipe = recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE
     (alone,) = [wr.seed_run(43, recipe=recipe)]
     assert recipe.stages == ()
-    assert recipe.task == wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task
+    assert recipe.task == recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task
     assert alone.stages == () and len(alone.gait) == 8
     for _, _, record in alone.gait:
         # the card its name starts with, and the lever's task, from each test's own record
@@ -572,23 +574,23 @@ def test_the_straight_start_fine_yaw_seed_trained_again_alone_is_read_by_its_gai
 
 TIMED_ALONE_STOPPED_AT_A_PASS = {
     # recipe: (CUDA MPS, {seed: (checkpoints tested, first pass)}, seconds per iteration)
-    wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS: (
+    recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS: (
         False, {44: (range(400, 676, 25), 675), 43: (range(450, 476, 25), 450)}, (0.8, 1.0)),
-    wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS: (
+    recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS: (
         True, {43: (range(350, 376, 25), 350), 42: (range(350, 526, 25), 500)}, (0.9, 1.1)),
     # a checkpoint saved every 50th iteration, so the watcher's every 25th is every 50th
-    wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50: (
+    recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50: (
         True, {42: (range(350, 401, 50), 400)}, (0.9, 1.1)),
-    wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_AGAIN: (
+    recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_AGAIN: (
         True, {42: (range(350, 401, 25), 400), 43: (range(350, 476, 25), 475)}, (0.8, 1.0)),
 }  # fmt: skip
 
 
-def _timed_alone_record(recipe: wr.Recipe, seed: int, cuda_mps: bool):
+def _timed_alone_record(recipe: recipes.Recipe, seed: int, cuda_mps: bool):
     """The one training record of a seed of the walker recipe timed alone, checked for what
     every such training shares: the recipe's task at 4096 envs on the recipe's GPU, ended
     ``ok``, with CUDA MPS as given."""
-    assert recipe.task == wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task
+    assert recipe.task == recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.task
     run = wr.seed_run(seed, recipe=recipe)
     ((_, record),) = run.stages
     assert record.status == "ok" and record.provenance.cuda_mps is cuda_mps
@@ -598,10 +600,10 @@ def _timed_alone_record(recipe: wr.Recipe, seed: int, cuda_mps: bool):
 
 
 @pytest.mark.parametrize(("recipe", "seed", "iterations"), [
-    (wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700, 44, 700),
-    (wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN, 44, 700),
-    (wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200, 43, 650),
-], ids=lambda v: v.name if isinstance(v, wr.Recipe) else str(v))  # fmt: skip
+    (recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700, 44, 700),
+    (recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN, 44, 700),
+    (recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200, 43, 650),
+], ids=lambda v: v.name if isinstance(v, recipes.Recipe) else str(v))  # fmt: skip
 def test_the_walker_recipe_timed_alone_without_a_pass_ran_its_whole_budget(
         recipe, seed, iterations):
     run, record = _timed_alone_record(recipe, seed, cuda_mps=True)
@@ -631,24 +633,25 @@ def test_the_walker_recipe_timed_alone_ran_and_stopped_at_a_pass(recipe):
 
 
 def test_the_walker_recipe_s_draws_alone_walk_in_time_or_not_and_every_seed_passes_once():
-    no_mps = wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS
+    no_mps = recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS
     # seed 43's second draw alone walked within the target, seed 44's did not
     assert wr.first_passing(wr.seed_run(43, recipe=no_mps))[1] * 60 <= wr.TIME_TO_WALK_TARGET_S
     assert wr.first_passing(wr.seed_run(44, recipe=no_mps))[1] * 60 > wr.TIME_TO_WALK_TARGET_S
     # seed 42 passed nothing side by side; alone, each of the recipe's seeds has a pass
-    side_by_side = wr.seed_run(42, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)
+    side_by_side = wr.seed_run(42, recipe=recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)
     assert wr.first_passing(side_by_side) is None
-    assert {seed for recipe, seed in wr.WALKER_TIMED_ALONE
-            if wr.first_passing(wr.seed_run(seed, recipe=recipe))} == set(wr.SEEDS)  # fmt: skip
+    passing = {seed for recipe, seed in recipes.WALKER_TIMED_ALONE
+               if wr.first_passing(wr.seed_run(seed, recipe=recipe))}  # fmt: skip
+    assert passing == set(recipes.SEEDS)
 
 
 def test_the_mps_benches_ran_on_one_machine_off_then_on():
-    off, on = (records.load_record(RESULTS / name) for name in wr.H100_MPS_BENCHES)
+    off, on = (records.load_record(RESULTS / name) for name in recipes.H100_MPS_BENCHES)
     assert (off.provenance.cuda_mps, on.provenance.cuda_mps) == (False, True)
     assert off.provenance.hostname == on.provenance.hostname
     assert off.provenance.device_name == on.provenance.device_name
     assert off.started_at < on.started_at
-    table = wr.time_budget_table(20.0, benches=wr.H100_MPS_BENCHES)
+    table = wr.time_budget_table(20.0, benches=recipes.H100_MPS_BENCHES)
     assert table["CUDA MPS"].tolist() == ["off", "on"]
     seconds = table["s per iteration alone (median)"]
     # MPS does not slow a lone training: within 10 % of each other
@@ -658,16 +661,16 @@ def test_the_mps_benches_ran_on_one_machine_off_then_on():
 def test_walker_json_is_what_its_records_say(published):
     assert published == wr.walker_record_summary()
     assert (published["recipe"], published["seed"], published["iteration"]) == (
-        wr.WALKER_RECIPE.name, *wr.WALKER_AT)
+        recipes.WALKER_RECIPE.name, *recipes.WALKER_AT)
     # every training timed alone stands beside the soonest, which is the headline
     draws = published["alone"]["runs"]
     assert [(d["recipe"], d["seed"], d["machine"]) for d in draws] == [
-        (recipe.name, seed, recipe.machine) for recipe, seed in wr.WALKER_TIMED_ALONE]
+        (recipe.name, seed, recipe.machine) for recipe, seed in recipes.WALKER_TIMED_ALONE]
     soonest = min((d for d in draws if d["minutes"] is not None), key=lambda d: d["minutes"])
     assert published["time_to_walk_s"] == published["alone"]["time_to_walk_s"] == (
         pytest.approx(soonest["minutes"] * 60.0, abs=0.1))
     assert published["alone"]["machine"] == soonest["machine"]
-    assert published["side_by_side"]["machine"] == wr.WALKER_RECIPE.machine
+    assert published["side_by_side"]["machine"] == recipes.WALKER_RECIPE.machine
     assert published["first_passing"].endswith(f"_s{soonest['seed']}/{soonest['first_passing']}")
 
 
@@ -707,7 +710,7 @@ def test_walker_json_gives_each_gpu_the_soonest_of_its_own_trainings_alone(publi
 def test_alone_draws_lists_every_timed_training_and_whether_it_walked_in_time(published):
     table = wr.alone_draws(published)
     draws = published["alone"]["runs"]
-    assert len(table) == len(draws) == len(wr.WALKER_TIMED_ALONE)
+    assert len(table) == len(draws) == len(recipes.WALKER_TIMED_ALONE)
     assert table["walks within 10 min"].tolist() == [
         "yes" if d["minutes"] is not None and d["minutes"] <= 10 else "no" for d in draws]
     assert table["first passing checkpoint"].tolist() == [d["first_passing"] or "none"
@@ -734,8 +737,8 @@ def test_alone_draws_lists_every_timed_training_and_whether_it_walked_in_time(pu
 
 
 def test_failed_conditions_table_lines_up_trainings_checkpoint_by_checkpoint():
-    side = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)
-    alone = [wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE)]
+    side = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)
+    alone = [wr.seed_run(43, recipe=recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE)]
     table = wr.failed_conditions_table({"side by side": side, "alone": alone})
     assert list(table.index) == ["side by side, s42", "side by side, s43", "side by side, s44",
                                  "alone"]  # fmt: skip
@@ -752,13 +755,13 @@ def test_failed_conditions_table_lines_up_trainings_checkpoint_by_checkpoint():
 
 
 def test_every_recipe_says_the_env_count_and_the_gpu_its_training_records_ran():
-    recipes = {v for v in vars(wr).values() if isinstance(v, wr.Recipe)}  # WALKER_RECIPE too
-    assert wr.WALKER_TURNING_AXES_8192 in recipes and len(recipes) == 26
+    every_recipe = {v for v in vars(recipes).values() if isinstance(v, recipes.Recipe)}
+    assert recipes.WALKER_TURNING_AXES_8192 in every_recipe and len(every_recipe) == 26
     checked = 0
-    for recipe in recipes:
+    for recipe in every_recipe:
         for stage in recipe.stages:
-            for seed in wr.SEEDS:
-                where = RESULTS / wr.stage_folder(recipe, stage, seed)
+            for seed in recipes.SEEDS:
+                where = RESULTS / recipes.stage_folder(recipe, stage, seed)
                 if where.is_dir():  # a recipe's seed trained again alone is one seed
                     record = records.load_record(where)
                     assert record.config["num_envs"] == recipe.num_envs
@@ -768,13 +771,13 @@ def test_every_recipe_says_the_env_count_and_the_gpu_its_training_records_ran():
     # WALKER and WALKER_TURNING_AXES_FAST_START_FINE_PLANAR: 2 stages x 3 seeds; 11 recipes x
     # 3 seeds; thirteen seeds alone
     assert checked == 58
-    assert wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR.machine == "h100"
+    assert recipes.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR.machine == "h100"
 
 
 def test_twice_the_envs_learn_less_per_transition():
-    axes = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)
-    wide = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_8192)
-    assert wr.WALKER_TURNING_AXES_8192.task == wr.WALKER_TURNING_AXES.task
+    axes = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES)
+    wide = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_8192)
+    assert recipes.WALKER_TURNING_AXES_8192.task == recipes.WALKER_TURNING_AXES.task
     frame = wr.transitions_table({"4096": axes, "8192": wide})
     assert list(frame.columns) == ["runs", "seed", "iteration", "envs", "transitions (M)",
                                    "failed conditions"]
@@ -789,7 +792,7 @@ def test_twice_the_envs_learn_less_per_transition():
     best = span.groupby("runs")["failed conditions"].min()
     assert best["4096"] == 0 and best["8192"] == 19
     with pytest.raises(KeyError, match="not the task of a tuning preset"):
-        wr.transitions_table({"x": [replace(wide[0], recipe=wr.Recipe("x", "Mjlab-X", ()))]})
+        wr.transitions_table({"x": [replace(wide[0], recipe=recipes.Recipe("x", "Mjlab-X", ()))]})
 
 
 def test_update_table_reads_the_update_of_each_group_over_a_common_span():
@@ -798,8 +801,9 @@ def test_update_table_reads_the_update_of_each_group_over_a_common_span():
                                index=pd.RangeIndex(len(rates), name="iteration"))
         return SimpleNamespace(recipe=recipe, scalars=lambda: scalars)
 
-    four = [run(wr.WALKER_TURNING, [9e-3, 4e-4, 4e-4, 2e-4, 1e-9], [0.2, 0.17, 0.17, 0.19, 9.0])]
-    eight = [run(wr.WALKER_TURNING_AXES_MORE_UPDATES, [9e-3, 2e-4, 1e-4, 2e-4], [0.4] * 4)]
+    four = [run(recipes.WALKER_TURNING, [9e-3, 4e-4, 4e-4, 2e-4, 1e-9],
+                [0.2, 0.17, 0.17, 0.19, 9.0])]
+    eight = [run(recipes.WALKER_TURNING_AXES_MORE_UPDATES, [9e-3, 2e-4, 1e-4, 2e-4], [0.4] * 4)]
     table = wr.update_table({"four": four, "eight": eight}, from_iteration=1)
     # iterations 1-3: the last one every run logged; the first is left out
     assert list(table.columns) == [
@@ -810,9 +814,9 @@ def test_update_table_reads_the_update_of_each_group_over_a_common_span():
 
 
 def test_single_axis_envs_leave_the_fastest_forward_walk_failing_last():
-    turning = [*wr.seed_runs(recipe=wr.WALKER_TURNING),
-               wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE)]
-    axes = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)
+    turning = [*wr.seed_runs(recipe=recipes.WALKER_TURNING),
+               wr.seed_run(43, recipe=recipes.WALKER_TURNING_ALONE)]
+    axes = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES)
     table = wr.near_pass_failures({"turning": turning, "axes": axes})
     share = table.drop(index="checkpoints") / table.loc["checkpoints"]
     # sideways failed in most nearly passing checkpoints before, in few with single-axis envs
@@ -828,7 +832,7 @@ def test_single_axis_envs_leave_the_fastest_forward_walk_failing_last():
 
 
 def test_last_failing_only_finds_the_last_checkpoint_failing_one_case_alone():
-    axes = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)
+    axes = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES)
     alone = [(run.seed, it) for run in axes for it, _, _ in run.gait
              if [r["case"] for r in run.verdict(it)["table"] if not r["passed"]]
              == ["forward_0.4"]]  # fmt: skip
@@ -842,7 +846,7 @@ def test_last_failing_only_finds_the_last_checkpoint_failing_one_case_alone():
 
 
 def test_start_up_is_the_clock_before_the_first_iteration():
-    alone = wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE)
+    alone = wr.seed_run(43, recipe=recipes.WALKER_TURNING_ALONE)
     start_up = wr.start_up_s(alone)
     wall = alone.scalars()["wall_time"]
     first = alone.clock().seconds_at(int(wall.index.min()))
@@ -851,8 +855,8 @@ def test_start_up_is_the_clock_before_the_first_iteration():
 
 
 def test_the_start_up_table_counts_compiled_modules_and_times_each_start_up():
-    alone = [wr.seed_run(42, recipe=wr.WALKER_HEADING_ALONE)]
-    warm = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START_STANDING)
+    alone = [wr.seed_run(42, recipe=recipes.WALKER_HEADING_ALONE)]
+    warm = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_FAST_START_STANDING)
     table = wr.start_up_table({"alone": alone, "warm": warm})
     assert list(table.index) == ["alone", "warm"]
     assert list(table["trainings on the GPU"]) == [1, 3]
@@ -870,7 +874,7 @@ def test_the_start_up_table_counts_compiled_modules_and_times_each_start_up():
 
 def test_the_time_budget_table_is_the_benchmark_divided_into_the_budget():
     table = wr.time_budget_table(100.0, budget_s=600.0)
-    where = wr._results_root(None) / wr.ENVS_BENCH
+    where = wr._results_root(None) / recipes.ENVS_BENCH
     bench = pd.read_csv(where / "bench.csv").query(
         "section == 'training' and metric == 'iteration_s'").set_index("num_envs")["median"]
     assert list(table.index) == [2048, 4096, 8192] == list(bench.index)
@@ -891,10 +895,10 @@ def test_the_time_budget_table_is_the_benchmark_divided_into_the_budget():
 
 
 def test_graphs_buy_iterations_measured_in_one_session_with_the_hook_off_and_on():
-    table = wr.time_budget_table(100.0, budget_s=600.0, benches=wr.GRAPHS_BENCHES)
-    assert list(table["run"]) == list(wr.GRAPHS_BENCHES) and list(table.index) == [4096, 4096]
+    table = wr.time_budget_table(100.0, budget_s=600.0, benches=recipes.GRAPHS_BENCHES)
+    assert list(table["run"]) == list(recipes.GRAPHS_BENCHES) and list(table.index) == [4096, 4096]
     assert list(table["managers"]) == ["eager", "graphs"]
-    for position, bench in enumerate(wr.GRAPHS_BENCHES):
+    for position, bench in enumerate(recipes.GRAPHS_BENCHES):
         row = table.iloc[position]
         where = wr._results_root(None) / bench
         seconds = float(pd.read_csv(where / "bench.csv").query(
@@ -912,19 +916,19 @@ def test_graphs_buy_iterations_measured_in_one_session_with_the_hook_off_and_on(
 def test_chapter_4_quotes_the_first_passing_iterations_it_compares_the_budget_with():
     # "The seeds that passed first needed 500 iterations of 4096 environments side by side and
     # 650 alone" (chapter 4, "What ten minutes buy")
-    side_by_side = [*wr.seed_runs(recipe=wr.WALKER_TURNING),
-                    *wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)]
+    side_by_side = [*wr.seed_runs(recipe=recipes.WALKER_TURNING),
+                    *wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES)]
     firsts = [hit[0] for r in side_by_side if (hit := wr.first_passing(r)) is not None]
     assert min(firsts) == 500
-    assert wr.first_passing(wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE))[0] == 650
-    assert {r.stages[0][1].config["num_envs"] for r in wr.seed_runs(recipe=wr.WALKER_TURNING)} == {
-        4096}
+    assert wr.first_passing(wr.seed_run(43, recipe=recipes.WALKER_TURNING_ALONE))[0] == 650
+    turning_runs = wr.seed_runs(recipe=recipes.WALKER_TURNING)
+    assert {r.stages[0][1].config["num_envs"] for r in turning_runs} == {4096}
 
 
 def test_the_watcher_cost_table_measures_each_training_beside_its_group_s_tests():
-    by_hand = [wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE)]
-    by_script = [wr.seed_run(42, recipe=wr.WALKER_HEADING_ALONE)]
-    side_by_side = wr.seed_runs(recipe=wr.WALKER_TURNING)
+    by_hand = [wr.seed_run(43, recipe=recipes.WALKER_TURNING_ALONE)]
+    by_script = [wr.seed_run(42, recipe=recipes.WALKER_HEADING_ALONE)]
+    side_by_side = wr.seed_runs(recipe=recipes.WALKER_TURNING)
     table = wr.watcher_cost_table({"hand": by_hand, "script": by_script, "three": side_by_side})
     assert list(table["trainings on the GPU"]) == [1, 1, 3]
     # three trainings share one watcher: each is measured against every seed's tests
@@ -958,7 +962,7 @@ def test_the_watcher_cost_table_measures_each_training_beside_its_group_s_tests(
 
 
 def test_a_pass_in_a_resumed_stage_is_named_by_that_stage_and_timed_across_the_resume():
-    runs = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR)
+    runs = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR)
     table = wr.time_to_walk_table({"fine planar": runs})
     first = table.loc["fine planar", "first passing"]
     # seed 43 passed at model_675, saved by its resume from model_614
@@ -971,9 +975,9 @@ def test_a_pass_in_a_resumed_stage_is_named_by_that_stage_and_timed_across_the_r
 
 
 def test_lever_scoreboard_counts_passing_seeds_and_the_closest_and_first_passes():
-    heading = wr.seed_runs(recipe=wr.WALKER_HEADING)
-    short = wr.seed_runs(recipe=wr.WALKER_TURNING_SHORT)
-    axes = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)  # published by its gait tests alone
+    heading = wr.seed_runs(recipe=recipes.WALKER_HEADING)
+    short = wr.seed_runs(recipe=recipes.WALKER_TURNING_SHORT)
+    axes = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES)  # published by its gait tests alone
     board = wr.lever_scoreboard({"heading": heading, "short": short, "axes": axes})
     assert list(board.index) == ["heading", "short", "axes"]
     # the heading recipe's row is its summary's: its passing seeds and first pass, with the clock
@@ -1000,14 +1004,14 @@ def test_lever_scoreboard_counts_passing_seeds_and_the_closest_and_first_passes(
     assert math.isnan(board.loc["axes", "minutes from launch"])
 
 
-@pytest.mark.parametrize(("tests", "recipes", "expected"), [
-    (wr.FINE_YAW_CI_GAIT_TESTS, [wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW],
+@pytest.mark.parametrize(("tests", "trained", "expected"), [
+    (recipes.FINE_YAW_CI_GAIT_TESTS, [recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW],
      [(43, 450), (44, 500)]),
-    (wr.ALONE_CI_GAIT_TESTS, [recipe for recipe, _ in wr.WALKER_TIMED_ALONE],
+    (recipes.ALONE_CI_GAIT_TESTS, [recipe for recipe, _ in recipes.WALKER_TIMED_ALONE],
      [(42, 400), (43, 350), (42, 500)]),
 ], ids=["side by side", "alone"])  # fmt: skip
 def test_the_last_lever_s_passing_slim_checkpoints_pass_at_ci_size_on_a_cpu(
-    tests, recipes, expected
+    tests, trained, expected
 ):
     import hashlib
 
@@ -1016,7 +1020,7 @@ def test_the_last_lever_s_passing_slim_checkpoints_pass_at_ci_size_on_a_cpu(
         verdict, record = wr.published_gait(folder)
         seed, iteration = (int(word) for word in re.findall(r"\d+", label))
         # the folder names the training it tests: cpu_<recipe>_gait_s<seed>_model_<iteration>
-        (recipe,) = {r for r in recipes if folder == f"cpu_{r.name}_gait_s{seed}_model_{iteration}"}
+        (recipe,) = {r for r in trained if folder == f"cpu_{r.name}_gait_s{seed}_model_{iteration}"}
         run = wr.seed_run(seed, recipe=recipe)
         # it ran the published checkpoint, a passing one, in its task, at ci size on a CPU
         checkpoint = run.checkpoint(iteration)
@@ -1028,7 +1032,7 @@ def test_the_last_lever_s_passing_slim_checkpoints_pass_at_ci_size_on_a_cpu(
         tested.append((seed, iteration))
     assert tested == expected
     # the time to walk's checkpoint is among them, and so labelled
-    if tests is wr.ALONE_CI_GAIT_TESTS:
+    if tests is recipes.ALONE_CI_GAIT_TESTS:
         published = wr.published_walker()
         first_run, first = published["alone"]["first_passing"].split("/")
         (label,) = [label for label in tests if label.endswith("(time to walk)")]

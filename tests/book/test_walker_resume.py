@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from mjlab_microduck.analysis import walker
+from mjlab_microduck.book import walker_recipes as recipes
 from mjlab_microduck.book import walker_results as wr
 from mjlab_microduck.book import walker_resume
 
@@ -60,7 +61,7 @@ def test_resume_table_starts_at_the_loaded_checkpoint(runs):
     table = walker_resume.resume_table(runs)
     start = walker_resume.resume_from(runs)
     assert start == 499
-    for seed in wr.SEEDS:
+    for seed in recipes.SEEDS:
         rows = table.loc[seed]
         assert rows.index[0] == f"model_{start}"
         assert list(rows["stage"]) == ["first (last checkpoint)"] + ["resumed"] * (len(rows) - 1)
@@ -72,7 +73,7 @@ def test_seed_findings_of_the_published_resumes(runs):
     threshold, within = walker_resume.heading_within(runs)
     assert threshold == 0.3
     found = walker_resume.seed_findings(walker_resume.resume_table(runs), within)
-    assert list(found.index) == [f"seed {s}" for s in wr.SEEDS]
+    assert list(found.index) == [f"seed {s}" for s in recipes.SEEDS]
     assert (found["resumed checkpoints"] == 4).all()
     assert found["robots holding their heading"].str.contains("(model_499) → ", regex=False).all()
 

@@ -77,6 +77,7 @@ def test_chapter_4_states_the_recipes_and_their_published_runs_as_they_are():
 
     from mjlab_microduck.analysis import acceptance, gait, walker
     from mjlab_microduck.book import preset_pages, results, train_pages
+    from mjlab_microduck.book import walker_recipes as recipes
     from mjlab_microduck.book import walker_results as wr
     from mjlab_microduck.runtime import profiles
     from mjlab_microduck.tasks import tuning
@@ -84,7 +85,7 @@ def test_chapter_4_states_the_recipes_and_their_published_runs_as_they_are():
     text = prose("04_train_500.md")
     full = profiles.get("full")
     original = results.published_run(results.RECIPE_RUN_500).record
-    runs = wr.seed_runs(recipe=wr.WALKER_HEADING)
+    runs = wr.seed_runs(recipe=recipes.WALKER_HEADING)
     main = runs[0].stages[0][1]
     tested = [it for it, _, _ in runs[0].gait]
     gait_config = runs[0].gait[0][2].config
@@ -102,8 +103,9 @@ def test_chapter_4_states_the_recipes_and_their_published_runs_as_they_are():
         f"collects {ratio} times the experience: {main.summary['transitions']:,} transitions in "
         f"{main.config['iterations']} iterations, against {original.summary['transitions']:,} "
         f"in the original recipe's {original.summary['iterations']}",
-        f"task `{wr.WALKER_HEADING.task}`",
-        f"Seeds {', '.join(str(s) for s in wr.SEEDS[:-1])} and {wr.SEEDS[-1]} each trained "
+        f"task `{recipes.WALKER_HEADING.task}`",
+        f"Seeds {', '.join(str(s) for s in recipes.SEEDS[:-1])} and {recipes.SEEDS[-1]} "
+        "each trained "
         f"{main.config['iterations']} iterations in one stage",
         f"Every {tested[1] - tested[0]}th checkpoint from model_{tested[0]} on, and the last, "
         f"model_{tested[-1]}",
@@ -170,7 +172,7 @@ def test_chapter_4_states_the_recipes_and_their_published_runs_as_they_are():
     published = wr.published_walker()
     first_run, first = published["side_by_side"]["first_passing"].split("/")
     minutes = published["seeds"][str(published["seed"])]["minutes"]
-    assert published["recipe"] == wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.name
+    assert published["recipe"] == recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.name
     assert_stated(text, [
         f"`{published['recipe'].upper()}`: its seed {published['seed']} passes at {first}, "
         f"{minutes:.1f} minutes after launch with three trainings sharing an H100"],
@@ -191,7 +193,7 @@ def test_chapter_4_states_the_recipes_and_their_published_runs_as_they_are():
         f"its seed {alone['seed']} walks {published['time_to_walk_s'] / 60:.1f} minutes after "
         "launch"],
         "chapter 4 does not state the time to walk as walker.json has it")
-    assert len(alone["runs"]) == len(wr.WALKER_TIMED_ALONE)
+    assert len(alone["runs"]) == len(recipes.WALKER_TIMED_ALONE)
     assert published["time_to_walk_s"] <= wr.TIME_TO_WALK_TARGET_S
     # chapter 6 names the GPUs of the walker's recorded full-size tests, the first and its repeat
     from mjlab_microduck.book import results
@@ -208,12 +210,13 @@ def test_chapter_4_states_the_recipes_and_their_published_runs_as_they_are():
 
 
 def test_chapter_11_states_the_env_count_comparison_as_recorded():
+    from mjlab_microduck.book import walker_recipes as recipes
     from mjlab_microduck.book import walker_results as wr
     from mjlab_microduck.tasks import tuning
     from mjlab_microduck.tasks.rl_cfg import microduck_ppo_runner_cfg
 
     text = prose("11_time_to_walk.md")
-    axes, wide = wr.WALKER_TURNING_AXES, wr.WALKER_TURNING_AXES_8192
+    axes, wide = recipes.WALKER_TURNING_AXES, recipes.WALKER_TURNING_AXES_8192
     frame = wr.transitions_table({"narrow": wr.seed_runs(recipe=axes),
                                   "wide": wr.seed_runs(recipe=wide)})  # fmt: skip
     narrow, wide_rows = frame[frame["runs"] == "narrow"], frame[frame["runs"] == "wide"]
@@ -244,13 +247,14 @@ def test_chapter_11_states_the_env_count_comparison_as_recorded():
 
 
 def test_chapter_11_states_the_gradient_step_comparison_as_recorded():
+    from mjlab_microduck.book import walker_recipes as recipes
     from mjlab_microduck.book import walker_results as wr
     from mjlab_microduck.tasks import tuning
     from mjlab_microduck.tasks.rl_cfg import microduck_ppo_runner_cfg
 
     text = prose("11_time_to_walk.md")
-    axes = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)
-    more = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_MORE_UPDATES)
+    axes = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES)
+    more = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_MORE_UPDATES)
     frame = wr.transitions_table({"four": axes, "eight": more})
     at_400 = frame[frame["iteration"] == 400].groupby("runs")["failed conditions"]
     low, high = at_400.min(), at_400.max()
@@ -272,7 +276,7 @@ def test_chapter_11_states_the_gradient_step_comparison_as_recorded():
     assert_stated(text, stated, "chapter 11 does not state these as its records")
     assert [wr.first_passing(r) for r in more] == [None, None, None]
     # "less than half the learning rate", "the update took twice as long", "slower"
-    turning = wr.seed_runs(recipe=wr.WALKER_TURNING)
+    turning = wr.seed_runs(recipe=recipes.WALKER_TURNING)
     table = wr.update_table({"four": turning, "eight": more})
     rate = table.filter(like="learning rate").iloc[:, 0]
     update = table.filter(like="update s").iloc[:, 0]
@@ -285,13 +289,14 @@ def test_chapter_11_states_the_gradient_step_comparison_as_recorded():
 
 
 def test_chapter_11_states_the_kl_target_comparison_as_recorded():
+    from mjlab_microduck.book import walker_recipes as recipes
     from mjlab_microduck.book import walker_results as wr
     from mjlab_microduck.tasks import tuning
 
     text = prose("11_time_to_walk.md")
-    axes = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)
-    wide = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_WIDE_KL)
-    turning = wr.seed_runs(recipe=wr.WALKER_TURNING)
+    axes = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES)
+    wide = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_WIDE_KL)
+    turning = wr.seed_runs(recipe=recipes.WALKER_TURNING)
     rate = wr.update_table({"0.01": turning, "0.02": wide}).filter(like="learning rate").iloc[:, 0]
     frame = wr.transitions_table({"0.01": axes, "0.02": wide})
     at_400 = frame[frame["iteration"] == 400].groupby("runs")["failed conditions"]
@@ -669,13 +674,14 @@ def test_chapter_10_states_the_recorded_pairs_as_they_are():
 def test_chapter_11_states_the_narrow_yaw_term_as_recorded():
     from mjlab_microduck.analysis import gait
     from mjlab_microduck.book import heading_hold as hh
+    from mjlab_microduck.book import walker_recipes as recipes
     from mjlab_microduck.book import walker_results as wr
 
     text = prose("11_time_to_walk.md")
-    axes = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)
-    fine = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FINE_YAW)
-    turning = wr.seed_runs(recipe=wr.WALKER_TURNING)
-    wide = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_WIDE_KL)
+    axes = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES)
+    fine = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_FINE_YAW)
+    turning = wr.seed_runs(recipe=recipes.WALKER_TURNING)
+    wide = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_WIDE_KL)
     hold = hh.heading_hold_table({"axes": axes, "fine": fine}, 300, 450)
     errors = hh.command_error_table({"turning": turning, "wide": wide, "fine": fine}, 449)
 
@@ -687,7 +693,7 @@ def test_chapter_11_states_the_narrow_yaw_term_as_recorded():
     at_400 = frame[frame["iteration"] == 400].groupby("runs")["failed conditions"]
     mine = frame[frame["runs"] == "fine"]
     closest = mine.loc[mine["failed conditions"].idxmin()]
-    seed_42 = fine[wr.SEEDS.index(42)]
+    seed_42 = fine[recipes.SEEDS.index(42)]
     stands = max(seed_42.verdict(it)["table"][8]["max_displacement_m"] for it, _, _ in seed_42.gait)
     assert seed_42.verdict(400)["table"][8]["case"] == "stand"
     past = "past 0.3 rad"
@@ -715,7 +721,8 @@ def test_chapter_11_states_the_narrow_yaw_term_as_recorded():
     assert_stated(text, stated, "chapter 11 does not state these as its records")
     assert [wr.first_passing(r) for r in fine] == [None, None, None]
     # "The recipe that passes lets a robot past the limit at all 12 of these early checkpoints"
-    heading = hh.heading_hold_table({"heading": wr.seed_runs(recipe=wr.WALKER_HEADING)}, 300, 450)
+    heading_runs = wr.seed_runs(recipe=recipes.WALKER_HEADING)
+    heading = hh.heading_hold_table({"heading": heading_runs}, 300, 450)
     assert heading.loc["heading", past] == heading.loc["heading", "checkpoints"] == 12
     assert "lets a robot past the limit at all 12 of these early checkpoints" in text
     # "Where sideways fails in seed 42, it is the mean progress, 0.79-0.80 ..., never the heading"
@@ -733,10 +740,10 @@ def test_chapter_11_states_the_narrow_yaw_term_as_recorded():
         for it, _, _ in run.gait:
             assert run.verdict(it)["table"][0]["case"] == "forward_0.1"
             assert run.verdict(it)["table"][0]["mean_progress_ratio"] < 0.02
-    axes_42 = axes[wr.SEEDS.index(42)]
+    axes_42 = axes[recipes.SEEDS.index(42)]
     assert [it for it, _, _ in axes_42.gait
             if axes_42.verdict(it)["table"][0]["mean_progress_ratio"] < 0.02] == [300, 350]
-    assert wr.first_passing(axes[wr.SEEDS.index(43)])[0] == 500  # exercise 4
+    assert wr.first_passing(axes[recipes.SEEDS.index(43)])[0] == 500  # exercise 4
     # the next lever, registered: a narrow planar term beside the wide one
     from mjlab_microduck.tasks import tuning
 
@@ -753,13 +760,14 @@ def test_chapter_11_states_the_narrow_yaw_term_as_recorded():
 
 
 def test_chapter_11_states_the_seeds_trained_again_alone_as_recorded():
+    from mjlab_microduck.book import walker_recipes as recipes
     from mjlab_microduck.book import walker_results as wr
 
     text = prose("11_time_to_walk.md")
-    heading = wr.seed_runs(recipe=wr.WALKER_HEADING)
-    heading_alone = [wr.seed_run(42, recipe=wr.WALKER_HEADING_ALONE)]
-    turning = wr.seed_runs(recipe=wr.WALKER_TURNING)
-    turning_alone = [wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE)]
+    heading = wr.seed_runs(recipe=recipes.WALKER_HEADING)
+    heading_alone = [wr.seed_run(42, recipe=recipes.WALKER_HEADING_ALONE)]
+    turning = wr.seed_runs(recipe=recipes.WALKER_TURNING)
+    turning_alone = [wr.seed_run(43, recipe=recipes.WALKER_TURNING_ALONE)]
     table = wr.time_to_walk_table({"heading": heading, "heading alone": heading_alone,
                                    "turning": turning, "turning alone": turning_alone})
     per_iteration = table["s per iteration (median)"]
@@ -776,7 +784,7 @@ def test_chapter_11_states_the_seeds_trained_again_alone_as_recorded():
     ]
     assert wr.first_passing(heading_alone[0]) is None and turning[1].seed == 43
     # the single-axis lever's seed 43, timed alone: what its tested checkpoints fail
-    axes_alone = wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_ALONE)
+    axes_alone = wr.seed_run(43, recipe=recipes.WALKER_TURNING_AXES_ALONE)
     tested = axes_alone.failed_conditions()
     assert wr.first_passing(axes_alone) is None
     rows = [{row["case"]: row for row in axes_alone.verdict(it)["table"]} for it in tested.index]
@@ -837,11 +845,12 @@ def test_chapter_11_states_the_start_tests_as_recorded():
 
 
 def test_chapter_11_states_the_fast_starts_as_recorded():
+    from mjlab_microduck.book import walker_recipes as recipes
     from mjlab_microduck.book import walker_results as wr
 
     text = prose("11_time_to_walk.md")
-    groups = {"axes": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES),
-              "fast": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START)}  # fmt: skip
+    groups = {"axes": wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES),
+              "fast": wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_FAST_START)}  # fmt: skip
     folds, stand = case_histories(groups, "forward_0.4", "stand")
     closest = sorted(int(run.progress()["failed_conditions"].min()) for run in groups["fast"])
     last = max(int(run.progress()["iteration"].max()) for run in groups["fast"])
@@ -863,13 +872,14 @@ def test_chapter_11_states_the_fast_starts_as_recorded():
 
 
 def test_chapter_11_states_the_fast_starts_that_spare_standing_as_recorded():
+    from mjlab_microduck.book import walker_recipes as recipes
     from mjlab_microduck.book import walker_results as wr
     from mjlab_microduck.tasks import tuning
 
     text = prose("11_time_to_walk.md")
-    groups = {"axes": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES),
-              "fast": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START),
-              "spared": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START_STANDING)}
+    groups = {"axes": wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES),
+              "fast": wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_FAST_START),
+              "spared": wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_FAST_START_STANDING)}
     folds, stand, slow = case_histories(groups, "forward_0.4", "stand", "forward_0.1")
     assert stand.loc["spared", "failed in"] == 0
     assert all(wr.first_passing(run) is None for run in groups["spared"])
@@ -895,11 +905,12 @@ def test_chapter_11_states_the_fast_starts_that_spare_standing_as_recorded():
 
 
 def test_chapter_11_states_the_narrow_planar_term_as_recorded():
+    from mjlab_microduck.book import walker_recipes as recipes
     from mjlab_microduck.book import walker_results as wr
 
     text = prose("11_time_to_walk.md")
-    spared = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START_STANDING)
-    planar = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR)
+    spared = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_FAST_START_STANDING)
+    planar = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR)
     groups = {"spared": spared, "planar": planar}
     slow, heading, folds = case_histories(groups, "forward_0.1", "forward_0.15", "forward_0.4")
     table = wr.time_to_walk_table({"planar": planar, "spared": spared})
@@ -952,13 +963,14 @@ def test_chapter_11_states_the_narrow_planar_term_as_recorded():
 
 
 def test_chapter_11_states_the_straight_starts_as_recorded():
+    from mjlab_microduck.book import walker_recipes as recipes
     from mjlab_microduck.book import walker_results as wr
 
     text = prose("11_time_to_walk.md")
-    straight = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START)
-    earlier = {"axes": wr.WALKER_TURNING_AXES, "fast": wr.WALKER_TURNING_AXES_FAST_START,
-               "spared": wr.WALKER_TURNING_AXES_FAST_START_STANDING,
-               "planar": wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR}  # fmt: skip
+    straight = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_STRAIGHT_START)
+    earlier = {"axes": recipes.WALKER_TURNING_AXES, "fast": recipes.WALKER_TURNING_AXES_FAST_START,
+               "spared": recipes.WALKER_TURNING_AXES_FAST_START_STANDING,
+               "planar": recipes.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR}  # fmt: skip
     groups = {label: wr.seed_runs(recipe=r) for label, r in earlier.items()}
     groups["straight"] = straight
     slow, heading, folds, turning = case_histories(
@@ -995,11 +1007,12 @@ def test_chapter_11_states_the_straight_starts_as_recorded():
 
 
 def test_chapter_11_states_the_narrow_yaw_rate_term_on_straight_starts_as_recorded():
+    from mjlab_microduck.book import walker_recipes as recipes
     from mjlab_microduck.book import walker_results as wr
 
     text = prose("11_time_to_walk.md")
-    straight = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START)
-    fine_yaw = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)
+    straight = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_STRAIGHT_START)
+    fine_yaw = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)
     groups = {"straight": straight, "fine_yaw": fine_yaw}
     slow, heading, folds, turning = case_histories(
         groups, "forward_0.1", "forward_0.15", "forward_0.4", "walk_turn_right")
@@ -1010,7 +1023,7 @@ def test_chapter_11_states_the_narrow_yaw_rate_term_on_straight_starts_as_record
     closest42 = [f"model_{it}" for it in s42.index[s42 == s42.min()]]
     over_s = min43 * 60.0 - wr.TIME_TO_WALK_TARGET_S
     start_up = max(wr.start_up_s(run) for run in fine_yaw)
-    budget = wr.time_budget_table(start_up, benches=(wr.H100_FINE_YAW_BENCH,)).iloc[0]
+    budget = wr.time_budget_table(start_up, benches=(recipes.H100_FINE_YAW_BENCH,)).iloc[0]
     side_by_side = wr.time_to_walk_table({"fy": fine_yaw}).iloc[0]["s per iteration (median)"]
     stated = [
         f"Seed 43 passes the whole test at model_{it43}, {min43:.1f} minutes after launch, and "
@@ -1047,13 +1060,14 @@ def test_chapter_11_states_the_narrow_yaw_rate_term_on_straight_starts_as_record
 
 
 def test_chapter_11_states_the_narrow_yaw_rate_lever_s_seed_trained_again_alone_as_recorded():
+    from mjlab_microduck.book import walker_recipes as recipes
     from mjlab_microduck.book import walker_results as wr
 
     text = prose("11_time_to_walk.md")
-    (alone,) = [wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE)]
+    (alone,) = [wr.seed_run(43, recipe=recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE)]
     failed = alone.failed_conditions()
     first_side_by_side, _ = wr.first_passing(
-        wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW))
+        wr.seed_run(43, recipe=recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW))
     closest = failed.index[failed == failed.min()].tolist()
     (at_first,) = [record for it, _, record in alone.gait if it == first_side_by_side]
     cases = {it: [row for row in alone.verdict(it)["table"] if not row["passed"]]
@@ -1085,6 +1099,7 @@ def test_chapter_11_states_the_narrow_yaw_rate_lever_s_seed_trained_again_alone_
 
 
 def test_chapter_11_s_machines_table_lists_the_trainings_timed_alone_as_recorded():
+    from mjlab_microduck.book import walker_recipes as recipes
     from mjlab_microduck.book import walker_results as wr
 
     raw = (REPO / "notebooks" / "11_time_to_walk.md").read_text(encoding="utf-8")
@@ -1092,7 +1107,7 @@ def test_chapter_11_s_machines_table_lists_the_trainings_timed_alone_as_recorded
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in table]
     # one recipe name per machine: the trainings timed alone, grouped in the order they ran
     machines: dict = {}
-    for recipe, seed in wr.WALKER_TIMED_ALONE:
+    for recipe, seed in recipes.WALKER_TIMED_ALONE:
         machines.setdefault(recipe, []).append(wr.seed_run(seed, recipe=recipe))
     models = [recipe.machine for recipe in machines]
     assert models == ["h100"] * 6 + ["h200"] + ["h100"]
@@ -1115,20 +1130,23 @@ def test_chapter_11_s_machines_table_lists_the_trainings_timed_alone_as_recorded
 
 
 def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
+    from mjlab_microduck.book import walker_recipes as recipes
     from mjlab_microduck.book import walker_results as wr
 
     text = prose("11_time_to_walk.md")
-    no_mps = wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS
-    mps = wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS
+    no_mps = recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS
+    mps = recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS
     s44, s43 = (wr.seed_run(seed, recipe=no_mps) for seed in (44, 43))
     m43, m42 = (wr.seed_run(seed, recipe=mps) for seed in (43, 42))
-    m44 = wr.seed_run(44, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700)
-    e42 = wr.seed_run(42, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50)
-    a44 = wr.seed_run(44, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN)
-    h43 = wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200)
-    mps_again = wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_AGAIN
+    m44 = wr.seed_run(44, recipe=recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700)
+    e42 = wr.seed_run(
+        42, recipe=recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50)
+    a44 = wr.seed_run(
+        44, recipe=recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN)
+    h43 = wr.seed_run(43, recipe=recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200)
+    mps_again = recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_AGAIN
     g42, g43 = (wr.seed_run(seed, recipe=mps_again) for seed in (42, 43))
-    side = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)
+    side = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)
     (it44, min44), (it43, min43) = wr.first_passing(s44), wr.first_passing(s43)
     (itm43, minm43), (itm42, minm42) = wr.first_passing(m43), wr.first_passing(m42)
     side44 = wr.first_passing(side[2])[0]
@@ -1146,7 +1164,7 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
     cost = wr.watcher_cost_table({"s44": [s44], "s43": [s43], "m43": [m43], "m42": [m42],
                                   "m44": [m44], "e42": [e42], "a44": [a44],
                                   "h43": [h43], "g42": [g42], "g43": [g43]})  # fmt: skip
-    bench = wr.time_budget_table(60.0, benches=wr.H100_MPS_BENCHES).set_index("CUDA MPS")[
+    bench = wr.time_budget_table(60.0, benches=recipes.H100_MPS_BENCHES).set_index("CUDA MPS")[
         "s per iteration alone (median)"]
     published = wr.published_walker()
     draws = wr.alone_draws(published)
@@ -1399,24 +1417,25 @@ def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
 
 
 def test_chapter_11_states_what_the_manager_graphs_buy_as_recorded():
+    from mjlab_microduck.book import walker_recipes as recipes
     from mjlab_microduck.book import walker_results as wr
 
     text = prose("11_time_to_walk.md")
-    start_up = wr.start_up_s(wr.seed_run(42, recipe=wr.WALKER_HEADING_ALONE))
+    start_up = wr.start_up_s(wr.seed_run(42, recipe=recipes.WALKER_HEADING_ALONE))
     eager, graphs = (row for _, row in
-                     wr.time_budget_table(start_up, benches=wr.GRAPHS_BENCHES).iterrows())
+                     wr.time_budget_table(start_up, benches=recipes.GRAPHS_BENCHES).iterrows())
     assert (eager["managers"], graphs["managers"]) == ("eager", "graphs")
     seconds = "s per iteration alone (median)"
     side = wr.time_to_walk_table({
-        "graphs": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START_STANDING),
-        "eager": wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START)})
+        "graphs": wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_FAST_START_STANDING),
+        "eager": wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_FAST_START)})
     # the side-by-side trainings ran with the hook on and off, as the text says
     def graphs_of(recipe):
         return [record.summary.get("manager_graphs.graphs", 0)
                 for run in wr.seed_runs(recipe=recipe) for _, record in run.stages]
 
-    assert min(graphs_of(wr.WALKER_TURNING_AXES_FAST_START_STANDING)) >= 2
-    assert set(graphs_of(wr.WALKER_TURNING_AXES_FAST_START)) == {0}
+    assert min(graphs_of(recipes.WALKER_TURNING_AXES_FAST_START_STANDING)) >= 2
+    assert set(graphs_of(recipes.WALKER_TURNING_AXES_FAST_START)) == {0}
     stated = [
         f"from {eager[seconds]:.2f} s to {graphs[seconds]:.2f} s, "
         f"{1 - graphs[seconds] / eager[seconds]:.0%} less".replace("%", " %"),
@@ -1429,23 +1448,24 @@ def test_chapter_11_states_what_the_manager_graphs_buy_as_recorded():
 
 
 def test_chapter_11_states_what_a_warm_kernel_cache_buys_as_recorded():
+    from mjlab_microduck.book import walker_recipes as recipes
     from mjlab_microduck.book import walker_results as wr
 
     text = prose("11_time_to_walk.md")
-    cold = wr.start_up_s(wr.seed_run(42, recipe=wr.WALKER_HEADING_ALONE))
-    warm_runs = wr.seed_runs(recipe=wr.WALKER_TURNING_AXES_FAST_START_STANDING)
+    cold = wr.start_up_s(wr.seed_run(42, recipe=recipes.WALKER_HEADING_ALONE))
+    warm_runs = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_FAST_START_STANDING)
     starts = wr.start_up_table({"warm": warm_runs})
     assert starts.loc["warm", "Warp modules compiled"] == 0  # "None of them compiled a module"
     warm = max(wr.start_up_s(run) for run in warm_runs)
     assert warm == pytest.approx(starts.loc["warm", "start-up s (longest)"], abs=0.05)
     seconds = "iterations in 10 min"
-    warm_graphs = wr.time_budget_table(warm, benches=wr.GRAPHS_BENCHES).iloc[1][seconds]
-    cold_graphs = wr.time_budget_table(cold, benches=wr.GRAPHS_BENCHES).iloc[1][seconds]
-    at_500 = [run.seed for run in wr.seed_runs(recipe=wr.WALKER_TURNING_AXES)
+    warm_graphs = wr.time_budget_table(warm, benches=recipes.GRAPHS_BENCHES).iloc[1][seconds]
+    cold_graphs = wr.time_budget_table(cold, benches=recipes.GRAPHS_BENCHES).iloc[1][seconds]
+    at_500 = [run.seed for run in wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES)
               if wr.first_passing(run) and wr.first_passing(run)[0] == 500]  # fmt: skip
     assert at_500 == [43]
     # the seed trained again that way, alone: its own start-up and clock
-    timed = wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_ALONE)
+    timed = wr.seed_run(43, recipe=recipes.WALKER_TURNING_AXES_ALONE)
     timed_start = wr.start_up_s(timed)
     per_iteration = wr.time_to_walk_table({"timed": [timed]}).loc[
         "timed", "s per iteration (median)"]  # fmt: skip
@@ -1469,20 +1489,21 @@ def test_chapter_11_states_what_a_warm_kernel_cache_buys_as_recorded():
 
 
 def test_chapter_11_states_what_the_gait_watcher_cost_as_recorded():
+    from mjlab_microduck.book import walker_recipes as recipes
     from mjlab_microduck.book import walker_results as wr
 
     text = prose("11_time_to_walk.md")
     table = wr.watcher_cost_table({
-        "three": wr.seed_runs(recipe=wr.WALKER_HEADING),
-        "script": [wr.seed_run(42, recipe=wr.WALKER_HEADING_ALONE)],
-        "hand": [wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE)],
-        "timed": [wr.seed_run(43, recipe=wr.WALKER_TURNING_AXES_ALONE)],
+        "three": wr.seed_runs(recipe=recipes.WALKER_HEADING),
+        "script": [wr.seed_run(42, recipe=recipes.WALKER_HEADING_ALONE)],
+        "hand": [wr.seed_run(43, recipe=recipes.WALKER_TURNING_ALONE)],
+        "timed": [wr.seed_run(43, recipe=recipes.WALKER_TURNING_AXES_ALONE)],
     })  # fmt: skip
     hand, script = table.loc["hand"], table.loc["script"]
     three = table.loc["three", "s added per test"]
     three_added = table.loc["three", "s added before the first pass"]
     beside, otherwise = "s per iteration beside a test", "s per iteration otherwise"
-    first = wr.first_passing(wr.seed_run(43, recipe=wr.WALKER_TURNING_ALONE))[0]
+    first = wr.first_passing(wr.seed_run(43, recipe=recipes.WALKER_TURNING_ALONE))[0]
     stated = [
         f"a test costs each of three trainings side by side about {three:.0f} s",
         f"passing checkpoint they had added {three_added:.0f} s to its clock",
@@ -1503,28 +1524,29 @@ def test_chapter_11_states_what_the_gait_watcher_cost_as_recorded():
 
 
 def test_chapter_11_states_the_lever_scoreboard_as_recorded():
+    from mjlab_microduck.book import walker_recipes as recipes
     from mjlab_microduck.book import walker_results as wr
 
-    recipes = [wr.WALKER_HEADING, wr.WALKER_TURNING, wr.WALKER_TURNING_SHORT,
-               wr.WALKER_TURNING_AXES, wr.WALKER_TURNING_AXES_8192,
-               wr.WALKER_TURNING_AXES_MORE_UPDATES, wr.WALKER_TURNING_AXES_WIDE_KL,
-               wr.WALKER_TURNING_AXES_FINE_YAW, wr.WALKER_TURNING_AXES_FAST_START,
-               wr.WALKER_TURNING_AXES_FAST_START_STANDING,
-               wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR,
-               wr.WALKER_TURNING_AXES_STRAIGHT_START,
-               wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW]  # fmt: skip
-    board = wr.lever_scoreboard({r.name: wr.seed_runs(recipe=r) for r in recipes})
+    levers = [recipes.WALKER_HEADING, recipes.WALKER_TURNING, recipes.WALKER_TURNING_SHORT,
+               recipes.WALKER_TURNING_AXES, recipes.WALKER_TURNING_AXES_8192,
+               recipes.WALKER_TURNING_AXES_MORE_UPDATES, recipes.WALKER_TURNING_AXES_WIDE_KL,
+               recipes.WALKER_TURNING_AXES_FINE_YAW, recipes.WALKER_TURNING_AXES_FAST_START,
+               recipes.WALKER_TURNING_AXES_FAST_START_STANDING,
+               recipes.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR,
+               recipes.WALKER_TURNING_AXES_STRAIGHT_START,
+               recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW]  # fmt: skip
+    board = wr.lever_scoreboard({r.name: wr.seed_runs(recipe=r) for r in levers})
     passing = board["seeds passing"].str.split(" of ").str[0].astype(int)
     minutes = board["minutes from launch"]
     # two recipes pass in two seeds of three: the recipe of chapter 4 and the last lever, which
     # passes soonest of all; every other passing lever passes in one seed
-    assert list(board.index[passing >= 2]) == [wr.WALKER_HEADING.name,
-                                               wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.name]
-    last = wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.name
+    assert list(board.index[passing >= 2]) == [recipes.WALKER_HEADING.name,
+                                               recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.name]
+    last = recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW.name
     assert minutes.idxmin() == last and minutes[last] > 10  # still over the ten minutes
-    others = board[(passing >= 1) & ~board.index.isin([wr.WALKER_HEADING.name, last])]
+    others = board[(passing >= 1) & ~board.index.isin([recipes.WALKER_HEADING.name, last])]
     assert not others.empty and (others["seeds passing"] == "1 of 3").all()
-    heading_at = board.loc[wr.WALKER_HEADING.name, "first passing"].split("model_")[1]
+    heading_at = board.loc[recipes.WALKER_HEADING.name, "first passing"].split("model_")[1]
     assert_stated(prose("11_time_to_walk.md"), [
         "is the first lever that passes in two seeds of three, and the soonest",
         f"at {board.loc[last, 'first passing'].split()[1]}, {minutes[last]:.1f} minutes after "

@@ -15,12 +15,13 @@ import run_fakes
 
 from mjlab_microduck.analysis import acceptance
 from mjlab_microduck.book import results
+from mjlab_microduck.book import walker_recipes as recipes
 from mjlab_microduck.book import walker_results as wr
 from mjlab_microduck.runs import folds, records
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "book" / "results"
-GAIT = RESULTS / wr.CANDIDATE_GAIT_TEST
+GAIT = RESULTS / recipes.CANDIDATE_GAIT_TEST
 NOW = dt.datetime(2026, 12, 2, 1, 0, tzinfo=dt.timezone.utc)
 
 
@@ -108,7 +109,7 @@ def test_a_two_mode_gait_test_folds_the_robot_counts_of_its_verdicts_mode(tmp_pa
 
 
 def test_the_heading_share_reads_the_verdicts_mode_and_refuses_counts_of_both(tmp_path):
-    whole = wr.seed_run(42, recipe=wr.WALKER_HEADING)
+    whole = wr.seed_run(42, recipe=recipes.WALKER_HEADING)
     robots = pd.read_csv(RESULTS / wr.walker_heading_summary()["gait_record"] / "robots.csv")
     sideways = robots[robots["case"].str.startswith(("left", "right"))]
     steered = sideways[sideways["mode"] == "heading"]
@@ -117,7 +118,7 @@ def test_the_heading_share_reads_the_verdicts_mode_and_refuses_counts_of_both(tm
     assert share == 1.0  # the walker passes: every steered robot within 0.3 rad
     assert (sideways["heading_change_rad"].abs() > 0.3).any()  # the open-loop runs are not
     # a gait history folded when the counts covered both modes: 160 robot runs of 80 per mode
-    wide_kl = wr.seed_run(42, recipe=wr.WALKER_TURNING_AXES_WIDE_KL)
+    wide_kl = wr.seed_run(42, recipe=recipes.WALKER_TURNING_AXES_WIDE_KL)
     folded_rows = [r for r in wide_kl.verdict(525)["table"] if r["case"] == "left_0.15"]
     assert (folded_rows[0]["robots"], folded_rows[0]["seeds"]) == (160, 5)
     assert wide_kl.heading_share(525, ("left", "right")) is None
@@ -274,112 +275,120 @@ def test_retiring_a_file_keeps_the_record_and_names_the_file(tmp_path):
 def test_the_published_summary_records_fold_what_they_say():
     summaries = {w.name: r for w, r in records.find_records(RESULTS) if folds.is_fold(r)}
     assert set(summaries) == {results.RECIPE_REPLAYS, results.PRESET_HISTORY,
-                              wr.gait_history_folder(wr.WALKER),
-                              wr.gait_history_folder(wr.WALKER_NARROW),
-                              wr.gait_history_folder(wr.WALKER_HEADING),
-                              wr.gait_history_folder(wr.WALKER_TURNING),
-                              wr.gait_history_folder(wr.WALKER_HEADING_ALONE),
-                              wr.gait_history_folder(wr.WALKER_TURNING_ALONE),
-                              wr.gait_history_folder(wr.WALKER_TURNING_SHORT),
-                              wr.gait_history_folder(wr.WALKER_TURNING_AXES),
-                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_ALONE),
-                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_8192),
-                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_MORE_UPDATES),
-                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_WIDE_KL),
-                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_FINE_YAW),
-                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START),
-                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START_STANDING),
-                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR),
-                              wr.gait_history_folder(wr.WALKER_TURNING_AXES_STRAIGHT_START),
-                              wr.gait_history_folder(
-                                  wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW),
-                              wr.gait_history_folder(
-                                  wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE),
-                              wr.gait_history_folder(
-                                  wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS),
-                              wr.gait_history_folder(
-                                  wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS),
-                              wr.gait_history_folder(
-                                  wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700),
-                              wr.gait_history_folder(
-                                  wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50),
-                              wr.gait_history_folder(
-                                  wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN),
-                              wr.gait_history_folder(
-                                  wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200),
-                              wr.gait_history_folder(
-                                  wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_AGAIN),
+                              recipes.gait_history_folder(recipes.WALKER),
+                              recipes.gait_history_folder(recipes.WALKER_NARROW),
+                              recipes.gait_history_folder(recipes.WALKER_HEADING),
+                              recipes.gait_history_folder(recipes.WALKER_TURNING),
+                              recipes.gait_history_folder(recipes.WALKER_HEADING_ALONE),
+                              recipes.gait_history_folder(recipes.WALKER_TURNING_ALONE),
+                              recipes.gait_history_folder(recipes.WALKER_TURNING_SHORT),
+                              recipes.gait_history_folder(recipes.WALKER_TURNING_AXES),
+                              recipes.gait_history_folder(recipes.WALKER_TURNING_AXES_ALONE),
+                              recipes.gait_history_folder(recipes.WALKER_TURNING_AXES_8192),
+                              recipes.gait_history_folder(recipes.WALKER_TURNING_AXES_MORE_UPDATES),
+                              recipes.gait_history_folder(recipes.WALKER_TURNING_AXES_WIDE_KL),
+                              recipes.gait_history_folder(recipes.WALKER_TURNING_AXES_FINE_YAW),
+                              recipes.gait_history_folder(recipes.WALKER_TURNING_AXES_FAST_START),
+                              recipes.gait_history_folder(
+                                  recipes.WALKER_TURNING_AXES_FAST_START_STANDING),
+                              recipes.gait_history_folder(
+                                  recipes.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR),
+                              recipes.gait_history_folder(
+                                  recipes.WALKER_TURNING_AXES_STRAIGHT_START),
+                              recipes.gait_history_folder(
+                                  recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW),
+                              recipes.gait_history_folder(
+                                  recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE),
+                              recipes.gait_history_folder(
+                                  recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS),
+                              recipes.gait_history_folder(
+                                  recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS),
+                              recipes.gait_history_folder(
+                                  recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700),
+                              recipes.gait_history_folder(
+                                  recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50),
+                              recipes.gait_history_folder(
+                                  recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN),
+                              recipes.gait_history_folder(
+                                  recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200),
+                              recipes.gait_history_folder(
+                                  recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_AGAIN),
                               }  # fmt: skip
     counts = {name: r.summary["runs"] for name, r in summaries.items()}
     assert counts == {results.RECIPE_REPLAYS: 5, results.PRESET_HISTORY: 28,
-                      wr.gait_history_folder(wr.WALKER): 39,
-                      wr.gait_history_folder(wr.WALKER_NARROW): 27,
-                      wr.gait_history_folder(wr.WALKER_HEADING): 48,
+                      recipes.gait_history_folder(recipes.WALKER): 39,
+                      recipes.gait_history_folder(recipes.WALKER_NARROW): 27,
+                      recipes.gait_history_folder(recipes.WALKER_HEADING): 48,
                       # 3 seeds x 12 checkpoints, less the 2 whose robots.csv never came back
-                      wr.gait_history_folder(wr.WALKER_TURNING): 34,
+                      recipes.gait_history_folder(recipes.WALKER_TURNING): 34,
                       # every 50th checkpoint from 450, and 999
-                      wr.gait_history_folder(wr.WALKER_HEADING_ALONE): 12,
-                      wr.gait_history_folder(wr.WALKER_TURNING_ALONE): 15,
+                      recipes.gait_history_folder(recipes.WALKER_HEADING_ALONE): 12,
+                      recipes.gait_history_folder(recipes.WALKER_TURNING_ALONE): 15,
                       # 3 seeds x 14 checkpoints (every 50th from 150, and 799)
-                      wr.gait_history_folder(wr.WALKER_TURNING_SHORT): 42,
+                      recipes.gait_history_folder(recipes.WALKER_TURNING_SHORT): 42,
                       # every 50th checkpoint from 300 to 650, seed 44's to 600
-                      wr.gait_history_folder(wr.WALKER_TURNING_AXES): 23,
+                      recipes.gait_history_folder(recipes.WALKER_TURNING_AXES): 23,
                       # every 25th checkpoint from 450, and 614: no pass stopped it
-                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_ALONE): 8,
+                      recipes.gait_history_folder(recipes.WALKER_TURNING_AXES_ALONE): 8,
                       # the tests written before the trainings ended (every 25th from 275)
-                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_8192): 8,
+                      recipes.gait_history_folder(recipes.WALKER_TURNING_AXES_8192): 8,
                       # 3 seeds x 11 checkpoints (every 25th from 200, and 449)
-                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_MORE_UPDATES): 33,
+                      recipes.gait_history_folder(recipes.WALKER_TURNING_AXES_MORE_UPDATES): 33,
                       # 3 seeds x 17 checkpoints (every 25th from 200, and 599)
-                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_WIDE_KL): 51,
+                      recipes.gait_history_folder(recipes.WALKER_TURNING_AXES_WIDE_KL): 51,
                       # 3 seeds x 6 checkpoints (every 50th from 200, and 449)
-                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_FINE_YAW): 18,
+                      recipes.gait_history_folder(recipes.WALKER_TURNING_AXES_FINE_YAW): 18,
                       # 3 seeds x 8 checkpoints (every 50th from 250, and 599)
-                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START): 24,
-                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START_STANDING): 24,
+                      recipes.gait_history_folder(recipes.WALKER_TURNING_AXES_FAST_START): 24,
+                      recipes.gait_history_folder(
+                          recipes.WALKER_TURNING_AXES_FAST_START_STANDING): 24,
                       # every 25th checkpoint from 350, and 614; resumed, every 25th from 650,
                       # and 813: 20 per seed, but seed 43's resume stopped at its pass, model_675
-                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR): 54,
+                      recipes.gait_history_folder(
+                          recipes.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR): 54,
                       # every 25th checkpoint from 350, and 699, as the watcher kept up: 10 per
                       # seed (it tests the newest saved checkpoint, so it skips some)
-                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_STRAIGHT_START): 30,
+                      recipes.gait_history_folder(recipes.WALKER_TURNING_AXES_STRAIGHT_START): 30,
                       # every 25th checkpoint from 350, as the watcher kept up, to each
                       # seed's pass (43: 450, 44: 500) and the checkpoint saved before its
                       # training stopped; seed 42 to model_599
-                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW): 24,
+                      recipes.gait_history_folder(
+                          recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW): 24,
                       # seed 43 again alone: every 25th checkpoint from 350 to 500 as it
                       # trained, and 525, its last, tested after the training was stopped
-                      wr.gait_history_folder(
-                          wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE): 8,
+                      recipes.gait_history_folder(
+                          recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE): 8,
                       # seeds 44 and 43 again alone, MPS off: every 25th checkpoint from 400
                       # (44) and 450 (43) to each one's pass, and the one saved before it stopped
-                      wr.gait_history_folder(
-                          wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS): 14,
+                      recipes.gait_history_folder(
+                          recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS): 14,
                       # seeds 43 and 42 again alone under MPS: every 25th checkpoint from 350
                       # to each one's pass (43: 350, 42: 500) and the one saved before it stopped
-                      wr.gait_history_folder(
-                          wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS): 10,
+                      recipes.gait_history_folder(
+                          recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS): 10,
                       # seed 44 again alone under MPS: every 25th checkpoint from 350, and
                       # 699, its last: no pass stopped it
-                      wr.gait_history_folder(
-                          wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700): 15,
+                      recipes.gait_history_folder(
+                          recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700): 15,
                       # seed 42 again alone under MPS, a checkpoint saved every 50th iteration:
                       # model_350, and model_400, its pass
-                      wr.gait_history_folder(
-                          wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50): 2,
+                      recipes.gait_history_folder(
+                          recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50):  # noqa: E501
+                          2,
                       # seed 44 a third time alone under MPS: as its second, no pass, so
                       # every 25th checkpoint from 350 and 699
-                      wr.gait_history_folder(
-                          wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN): 15,
+                      recipes.gait_history_folder(
+                          recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN):  # noqa: E501
+                          15,
                       # seed 43 a fifth time, on an H200: no pass in 650 iterations, so every
                       # 25th checkpoint from 350 and 649
-                      wr.gait_history_folder(
-                          wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200): 13,
+                      recipes.gait_history_folder(
+                          recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200): 13,
                       # seeds 42 and 43 again alone under MPS on a seventh H100, each folded on
                       # the machine and the two joined: every 25th checkpoint from 350 to each
                       # one's pass (42: 400, 43: 475)
-                      wr.gait_history_folder(
-                          wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_AGAIN): 9,
+                      recipes.gait_history_folder(
+                          recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_AGAIN): 9,
                       }  # fmt: skip
     for name, record in summaries.items():
         records.verify_artifacts(record, RESULTS / name)
@@ -387,17 +396,18 @@ def test_the_published_summary_records_fold_what_they_say():
         assert [r.name for r in runs] == record.config["sources"]
         # a folded run has no folder of its own, except a gait test a page plots
         kept = {r.name for r in runs if (RESULTS / r.name).is_dir()}
-        kept_whole = {wr.gait_history_folder(wr.WALKER): {wr.CANDIDATE_GAIT_TEST},
-                      wr.gait_history_folder(wr.WALKER_HEADING): {
+        kept_whole = {recipes.gait_history_folder(recipes.WALKER): {recipes.CANDIDATE_GAIT_TEST},
+                      recipes.gait_history_folder(recipes.WALKER_HEADING): {
                           wr.walker_heading_summary()["gait_record"]},
-                      wr.gait_history_folder(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW): {
+                      recipes.gait_history_folder(
+                          recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW): {
                           wr.published_walker()["gait_record"]}}  # fmt: skip
         assert kept == kept_whole.get(name, set())
         assert record.wall_seconds == pytest.approx(sum(r.record.wall_seconds for r in runs))
-    gait = folds.rows(RESULTS / wr.gait_history_folder(wr.WALKER), "gait_test")
+    gait = folds.rows(RESULTS / recipes.gait_history_folder(recipes.WALKER), "gait_test")
     assert len(gait) == 3 * 13 * 16  # seeds x checkpoints x cases
     assert gait.groupby("run")["verdict_passed"].first().sum() == 0
-    heading = folds.rows(RESULTS / wr.gait_history_folder(wr.WALKER_HEADING), "gait_test")
+    heading = folds.rows(RESULTS / recipes.gait_history_folder(recipes.WALKER_HEADING), "gait_test")
     assert len(heading) == 3 * 16 * 16  # seeds x checkpoints x cases
     passed = heading.groupby("run")["verdict_passed"].first()
     assert sorted(passed[passed].index) == [f"h200_walker_heading_gait_s42_model_{i}"
@@ -408,8 +418,8 @@ def test_the_published_summary_records_fold_what_they_say():
 def test_the_candidate_reads_the_same_from_its_folder_and_from_the_gait_history(tmp_path):
     root = tmp_path / "results"
     root.mkdir()
-    for name in (*(wr.stage_folder(wr.WALKER, s, 42) for s in wr.WALKER.stages),
-                 wr.gait_history_folder(wr.WALKER)):  # fmt: skip
+    for name in (*(recipes.stage_folder(recipes.WALKER, s, 42) for s in recipes.WALKER.stages),
+                 recipes.gait_history_folder(recipes.WALKER)):  # fmt: skip
         (root / name).symlink_to(RESULTS / name)
     folded, whole = wr.seed_run(42, root), wr.seed_run(42)
     assert [it for it, _, _ in folded.gait] == [it for it, _, _ in whole.gait]
@@ -420,4 +430,4 @@ def test_the_candidate_reads_the_same_from_its_folder_and_from_the_gait_history(
     assert folded.heading_share(550, straight) == whole.heading_share(550, straight)
     assert 0.5 < whole.heading_share(550, straight) < 1.0
     where = next(w for it, w, _ in folded.gait if it == 550)
-    assert where == root / wr.gait_history_folder(wr.WALKER) / wr.CANDIDATE_GAIT_TEST
+    assert where == root / recipes.gait_history_folder(recipes.WALKER) / recipes.CANDIDATE_GAIT_TEST

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from mjlab_microduck.analysis import acceptance
-from mjlab_microduck.book import walker_results
+from mjlab_microduck.book import walker_recipes, walker_results
 from mjlab_microduck.tasks import tuning
 
 BUILT_ON: dict[str, tuning.VelocityTuning | None] = {
@@ -67,8 +67,8 @@ TABLE_PRESETS = (tuning.UPSTREAM, tuning.BOOK, tuning.GAIT_SLOW, tuning.STEPPING
                  tuning.WALKER_TURNING_AXES_STRAIGHT_START,
                  tuning.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)  # fmt: skip
 ENV_COUNT_LEVERS = {
-    walker_results.WALKER_TURNING_AXES_8192.name: (
-        walker_results.WALKER_TURNING_AXES_8192, walker_results.WALKER_TURNING_AXES)
+    walker_recipes.WALKER_TURNING_AXES_8192.name: (
+        walker_recipes.WALKER_TURNING_AXES_8192, walker_recipes.WALKER_TURNING_AXES)
 }  # fmt: skip
 """Levers that change only the envs per training of a recipe at scale: name -> (that recipe,
 the recipe it trains again); each has a row under the preset both train."""

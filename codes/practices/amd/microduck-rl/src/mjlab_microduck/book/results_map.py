@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mjlab_microduck.book import chapter_times, ci_run, results, start_folds, tables
-from mjlab_microduck.book import walker_results as wr
+from mjlab_microduck.book import walker_recipes as recipes
 from mjlab_microduck.runs import records
 
 if TYPE_CHECKING:  # heavy imports only for type checkers
@@ -63,56 +63,59 @@ class ChapterRuns:
     note: str = ""
 
 
-def recipe_runs(recipe: wr.Recipe, seeds: Sequence[int] = wr.SEEDS,
+def recipe_runs(recipe: recipes.Recipe, seeds: Sequence[int] = recipes.SEEDS,
                 kept: Sequence[str] = ()) -> tuple[str, ...]:
     """A walker recipe's folders: its training stages seed by seed, then its gait history (the
     summary record of its gait tests) and the gait tests ``kept`` whole beside it."""
-    stages = tuple(wr.stage_folder(recipe, s, seed) for seed in seeds for s in recipe.stages)
-    return (*stages, wr.gait_history_folder(recipe), *kept)
+    stages = tuple(recipes.stage_folder(recipe, s, seed) for seed in seeds for s in recipe.stages)
+    return (*stages, recipes.gait_history_folder(recipe), *kept)
 
 
 def _unique(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-WALKER_RUNS = recipe_runs(wr.WALKER, kept=(wr.CANDIDATE_GAIT_TEST,))
-WALKER_NARROW_RUNS = recipe_runs(wr.WALKER_NARROW)
+WALKER_RUNS = recipe_runs(recipes.WALKER, kept=(recipes.CANDIDATE_GAIT_TEST,))
+WALKER_NARROW_RUNS = recipe_runs(recipes.WALKER_NARROW)
 WALKER_HEADING_RUNS = recipe_runs(
-    wr.WALKER_HEADING, kept=("h200_walker_heading_gait_s42_model_999",)
+    recipes.WALKER_HEADING, kept=("h200_walker_heading_gait_s42_model_999",)
 )
-WALKER_HEADING_ALONE_RUNS = recipe_runs(wr.WALKER_HEADING_ALONE, seeds=(42,))
+WALKER_HEADING_ALONE_RUNS = recipe_runs(recipes.WALKER_HEADING_ALONE, seeds=(42,))
 PUBLISHED_WALKER_RUNS = (
-    *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW,
+    *recipe_runs(recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW,
                  kept=(results.WALKER_GAIT_TEST, results.WALKER_GAIT_TEST_H200)),
-    *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE, seeds=(43,)),
-    *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS, seeds=(43, 44)),
-    *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS, seeds=(42, 43)),
-    *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700, seeds=(44,)),
-    *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50, seeds=(42,)),
-    *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN, seeds=(44,)),
-    *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200, seeds=(43,)),
-    *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_AGAIN, seeds=(42, 43)),
+    *recipe_runs(recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE, seeds=(43,)),
+    *recipe_runs(recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS, seeds=(43, 44)),
+    *recipe_runs(recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS, seeds=(42, 43)),
+    *recipe_runs(recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700, seeds=(44,)),
+    *recipe_runs(recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50,
+                 seeds=(42,)),
+    *recipe_runs(recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN,
+                 seeds=(44,)),
+    *recipe_runs(recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200, seeds=(43,)),
+    *recipe_runs(recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_AGAIN,
+                 seeds=(42, 43)),
 )
 """The published walker's recipe (``walker.json``): its seeds' training stages and gait
 history, its gait test kept whole (on the H100 that trained it and again on an H200), and its
 seeds trained again alone (on H100s, seed 43 under CUDA MPS, then seeds 44 and 43 without, then
 seeds 43 and 42 under MPS, then seed 44, seed 42 again and seed 44 a third time under MPS; then
 seed 43 under MPS on an H200; then seeds 42 and 43 under MPS on a seventh H100)."""
-WALKER_TURNING_RUNS = (*recipe_runs(wr.WALKER_TURNING),
-                       *recipe_runs(wr.WALKER_TURNING_ALONE, seeds=(43,)),
-                       *recipe_runs(wr.WALKER_TURNING_SHORT),
-                       *recipe_runs(wr.WALKER_TURNING_AXES),
-                       *recipe_runs(wr.WALKER_TURNING_AXES_ALONE, seeds=(43,)),
-                       *recipe_runs(wr.WALKER_TURNING_AXES_8192),
-                       *recipe_runs(wr.WALKER_TURNING_AXES_MORE_UPDATES),
-                       *recipe_runs(wr.WALKER_TURNING_AXES_WIDE_KL),
-                       *recipe_runs(wr.WALKER_TURNING_AXES_FINE_YAW),
-                       *recipe_runs(wr.WALKER_TURNING_AXES_FAST_START),
-                       *recipe_runs(wr.WALKER_TURNING_AXES_FAST_START_STANDING),
-                       *recipe_runs(wr.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR),
-                       *recipe_runs(wr.WALKER_TURNING_AXES_STRAIGHT_START),
+WALKER_TURNING_RUNS = (*recipe_runs(recipes.WALKER_TURNING),
+                       *recipe_runs(recipes.WALKER_TURNING_ALONE, seeds=(43,)),
+                       *recipe_runs(recipes.WALKER_TURNING_SHORT),
+                       *recipe_runs(recipes.WALKER_TURNING_AXES),
+                       *recipe_runs(recipes.WALKER_TURNING_AXES_ALONE, seeds=(43,)),
+                       *recipe_runs(recipes.WALKER_TURNING_AXES_8192),
+                       *recipe_runs(recipes.WALKER_TURNING_AXES_MORE_UPDATES),
+                       *recipe_runs(recipes.WALKER_TURNING_AXES_WIDE_KL),
+                       *recipe_runs(recipes.WALKER_TURNING_AXES_FINE_YAW),
+                       *recipe_runs(recipes.WALKER_TURNING_AXES_FAST_START),
+                       *recipe_runs(recipes.WALKER_TURNING_AXES_FAST_START_STANDING),
+                       *recipe_runs(recipes.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR),
+                       *recipe_runs(recipes.WALKER_TURNING_AXES_STRAIGHT_START),
                        *PUBLISHED_WALKER_RUNS)  # fmt: skip
-WALKER_CI_GAIT = wr.WALKER_CI_GAIT_TEST
+WALKER_CI_GAIT = recipes.WALKER_CI_GAIT_TEST
 """The published walker's gait test on a CPU at ci size (``walker.json``'s ``ci_gait_record``)."""
 
 # The presets' recipe runs (256 envs, 500 + 1000 iterations) and their protocol replays, as
@@ -150,7 +153,7 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
     ChapterRuns(
         "notebooks/04_train_500", "The 500-iteration run",
         (*ALL_PRESET_RUNS, *WALKER_RUNS, *WALKER_NARROW_RUNS, *WALKER_HEADING_RUNS,
-         wr.HEADING_CI_GAIT_TEST, *WALKER_HEADING_ALONE_RUNS, *WALKER_TURNING_RUNS,
+         recipes.HEADING_CI_GAIT_TEST, *WALKER_HEADING_ALONE_RUNS, *WALKER_TURNING_RUNS,
          "bench_h200"),
         "The recorded first stage (`results.RECIPE_RUN_500`) and its replay of `model_499.pt`; "
         "every preset's runs and protocol replays (`acceptance.preset_outcomes`), the "
@@ -172,7 +175,7 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
     ChapterRuns(
         "notebooks/06_replay", "Replay and the gait test",
         (*PUBLISHED_WALKER_RUNS, WALKER_CI_GAIT, VIDEO_RUN, EXPORT_RUNS, *ALL_PRESET_RUNS,
-         wr.stage_folder(wr.WALKER, "resume", 42)),
+         recipes.stage_folder(recipes.WALKER, "resume", 42)),
         "The walker (`walker.json`): its checkpoint, its recorded gait tests at full size and "
         "at ci size (`walker_results.walker_gait`), the video replay (the schedule `tour`), "
         "the export of the book's checkpoint that the sim-to-sim section and the "
@@ -204,12 +207,12 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
     ),
     ChapterRuns(
         "notebooks/11_time_to_walk", "Time to walk",
-        (*WALKER_HEADING_RUNS, *WALKER_HEADING_ALONE_RUNS, *WALKER_TURNING_RUNS, wr.ENVS_BENCH,
-         *wr.GRAPHS_BENCHES, wr.H100_FINE_YAW_BENCH, *wr.H100_MPS_BENCHES,
-         *wr.FINE_YAW_CI_GAIT_TESTS.values(), *wr.ALONE_CI_GAIT_TESTS.values(),
+        (*WALKER_HEADING_RUNS, *WALKER_HEADING_ALONE_RUNS, *WALKER_TURNING_RUNS, recipes.ENVS_BENCH,
+         *recipes.GRAPHS_BENCHES, recipes.H100_FINE_YAW_BENCH, *recipes.H100_MPS_BENCHES,
+         *recipes.FINE_YAW_CI_GAIT_TESTS.values(), *recipes.ALONE_CI_GAIT_TESTS.values(),
          *start_folds.START_TESTS.values(),
          *start_folds.FINE_PLANAR_START_TESTS.values(),
-         wr.stage_folder(wr.WALKER, "resume", 42)),
+         recipes.stage_folder(recipes.WALKER, "resume", 42)),
         "The recipe that passes and every lever tried on it (`walker_results.seed_runs`): "
         "their training clocks (`walker_results.time_to_walk_table`), the recipe's seed 42 and "
         "the turn-in-place lever's seed 43 trained again alone, the single-axis lever by its "
@@ -218,11 +221,11 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
         "command errors (`heading_hold`); the start tests' robots that end their run "
         "(`start_folds.fold_table`); the walker task's PPO iteration alone by env count "
         "(`walker_results.time_budget_table`), and at 4096 envs with the managers eager and "
-        "replayed from graphs (`walker_results.GRAPHS_BENCHES`), and the last lever's "
-        "iteration alone on its H100 (`walker_results.H100_FINE_YAW_BENCH`), with CUDA MPS "
-        "off and on (`walker_results.H100_MPS_BENCHES`), and its passing "
-        "checkpoints tested at ci size on a CPU (`walker_results.FINE_YAW_CI_GAIT_TESTS`, "
-        "and those of its seeds timed alone, `walker_results.ALONE_CI_GAIT_TESTS`); "
+        "replayed from graphs (`walker_recipes.GRAPHS_BENCHES`), and the last lever's "
+        "iteration alone on its H100 (`walker_recipes.H100_FINE_YAW_BENCH`), with CUDA MPS "
+        "off and on (`walker_recipes.H100_MPS_BENCHES`), and its passing "
+        "checkpoints tested at ci size on a CPU (`walker_recipes.FINE_YAW_CI_GAIT_TESTS`, "
+        "and those of its seeds timed alone, `walker_recipes.ALONE_CI_GAIT_TESTS`); "
         "exercise 5 start-tests `WALKER`'s seed 42.",
     ),
     ChapterRuns(
