@@ -22,7 +22,7 @@ def test_published_names_start_with_the_machine_and_end_with_the_seed():
 
 def test_every_recipe_has_its_own_name_and_a_known_machine():
     names = [recipe.name for recipe in EVERY_RECIPE]
-    assert len(names) == len(set(names)) == 26
+    assert len(names) == len(set(names))  # how many: test_walker_results counts them
     assert {recipe.machine for recipe in EVERY_RECIPE} == {"h100", "h200"}
     assert all(re.fullmatch(r"[a-z0-9_]+", name) for name in names)
 
@@ -32,17 +32,12 @@ def test_a_recipe_trained_again_alone_keeps_its_task_and_extends_its_name():
     assert base is recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW
     for recipe in AGAIN:
         assert recipe.task == base.task and recipe.name.startswith(f"{base.name}_alone")
-    # one draw on an H200, the rest on H100s; every seed of the recipe drawn
-    assert [r.machine for r, _ in recipes.WALKER_TIMED_ALONE].count("h200") == 1
+    # every seed of the recipe drawn
     assert {seed for _, seed in recipes.WALKER_TIMED_ALONE} == set(recipes.SEEDS)
 
 
-def test_the_ci_gait_tests_name_a_trained_recipe_seed_and_checkpoint():
+def test_the_walker_s_ci_gait_test_names_its_recipe_seed_and_checkpoint():
+    # the ci gait tests of the trainings alone: test_walker_results reads each one's training
     seed, iteration = recipes.WALKER_AT
     assert recipes.WALKER_CI_GAIT_TEST == (
         f"cpu_{recipes.WALKER_RECIPE.name}_gait_s{seed}_model_{iteration}")
-    for label, folder in recipes.ALONE_CI_GAIT_TESTS.items():
-        seed, iteration = (int(n) for n in re.findall(r"\d+", label))
-        assert any(folder == f"cpu_{r.name}_gait_s{seed}_model_{iteration}" for r in AGAIN)
-    # exactly one of them is the time to walk's
-    assert sum("(time to walk)" in label for label in recipes.ALONE_CI_GAIT_TESTS) == 1
