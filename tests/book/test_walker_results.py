@@ -707,6 +707,28 @@ def test_walker_json_gives_each_gpu_the_soonest_of_its_own_trainings_alone(publi
             assert card[column] == round(there["time_to_walk_s"] / 60.0, 1)
 
 
+def test_timed_alone_runs_name_each_draw_by_its_order_seed_and_machine(published):
+    runs = wr.timed_alone_runs()
+    pairs = recipes.WALKER_TIMED_ALONE
+    assert [(run.recipe, run.seed) for (run,) in runs.values()] == list(pairs)
+    numbers = [int(label.split(":")[0]) for label in runs]
+    machines = [int(label.rsplit(" ", 1)[1]) for label in runs]
+    assert numbers == list(range(1, len(pairs) + 1))
+    assert all(f"seed {seed}," in label for label, (_, seed) in zip(runs, pairs, strict=True))
+    # a machine's number is its recipe's: it rises by one with each new recipe, from 1
+    steps = {b - a for a, b in zip(machines, machines[1:], strict=False)}
+    assert machines[0] == 1 and steps <= {0, 1}
+    machine_of = dict(zip((recipe.name for recipe, _ in pairs), machines, strict=True))
+    assert [machine_of[recipe.name] for recipe, _ in pairs] == machines
+    assert list(runs)[2] == "3: seed 43, machine 2"  # the second training on the second machine
+    # a training published by its gait tests alone has no clock to show
+    clocked = wr.timed_alone_runs(clocked_only=True)
+    unclocked = [label for label, (run,) in runs.items() if not run.stages]
+    assert unclocked == [label for label in runs if label not in clocked] and len(unclocked) == 1
+    # walker.json's draws carry the same labels, in the same order
+    assert wr.alone_draws(published).index.tolist() == list(runs)
+
+
 def test_alone_draws_lists_every_timed_training_and_whether_it_walked_in_time(published):
     table = wr.alone_draws(published)
     draws = published["alone"]["runs"]

@@ -1059,358 +1059,151 @@ def test_chapter_11_states_the_narrow_yaw_rate_term_on_straight_starts_as_record
         "chapter 4's table does not state the last lever as recorded")
 
 
-def test_chapter_11_states_the_narrow_yaw_rate_lever_s_seed_trained_again_alone_as_recorded():
-    from mjlab_microduck.book import walker_recipes as recipes
-    from mjlab_microduck.book import walker_results as wr
-
-    text = prose("11_time_to_walk.md")
-    (alone,) = [wr.seed_run(43, recipe=recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE)]
-    failed = alone.failed_conditions()
-    first_side_by_side, _ = wr.first_passing(
-        wr.seed_run(43, recipe=recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW))
-    closest = failed.index[failed == failed.min()].tolist()
-    (at_first,) = [record for it, _, record in alone.gait if it == first_side_by_side]
-    cases = {it: [row for row in alone.verdict(it)["table"] if not row["passed"]]
-             for it in closest}  # fmt: skip
-    # the same two cases at both closest checkpoints: 0.4 m/s heading, a walk-and-turn yaw rate
-    for rows in cases.values():
-        assert [row["case"] for row in rows][0] == "forward_0.4"
-        assert rows[1]["case"].startswith("walk_turn") and len(rows) == 2
-        assert all(row["failed_conditions"] == 1 for row in rows)
-    headings = sorted(rows[0]["max_abs_heading_change_rad"] for rows in cases.values())
-    yaw = {round(rows[1]["mean_yaw_ratio"], 2) for rows in cases.values()}
-    # at the first side-by-side pass: the 0.5 rad/s turns and the slowest walk fail every seed
-    every_seed = {row["case"] for row in alone.verdict(first_side_by_side)["table"]
-                  if row["failed_conditions"] == row["seeds"]}  # fmt: skip
-    assert every_seed == {"forward_0.1", "turn_left_0.5", "turn_right_0.5", "walk_turn_left",
-                          "walk_turn_right"}  # fmt: skip
-    stated = [
-        f"its model_{first_side_by_side}, where the first training passed, fails "
-        f"{failed[first_side_by_side]} conditions, and every evaluation seed fails the turns at "
-        "0.5 rad/s, in place and walking, and the slowest walk",
-        f"It comes within two conditions at model_{closest[0]} and model_{closest[1]}",
-        f"one robot of 80 ends {headings[0]:.2f}–{headings[1]:.2f} rad off its heading",
-        f"turn at {yaw.pop():.2f} of the command, under the 0.8 asked",
-        f"stopped (SIGTERM) after model_{failed.index.max()}; its record ends `interrupted`",
-    ]
-    assert not yaw and failed.min() == 2 and len(closest) == 2
-    assert at_first.provenance.device_name.startswith("NVIDIA H100")
-    assert_stated(text, stated, "chapter 11 does not state seed 43's repeat alone as recorded")
-
-
-def test_chapter_11_s_machines_table_lists_the_trainings_timed_alone_as_recorded():
-    from mjlab_microduck.book import walker_recipes as recipes
-    from mjlab_microduck.book import walker_results as wr
-
-    raw = (REPO / "notebooks" / "11_time_to_walk.md").read_text(encoding="utf-8")
-    table = raw.split("| machine | CUDA MPS |", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
-    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in table]
-    # one recipe name per machine: the trainings timed alone, grouped in the order they ran
-    machines: dict = {}
-    for recipe, seed in recipes.WALKER_TIMED_ALONE:
-        machines.setdefault(recipe, []).append(wr.seed_run(seed, recipe=recipe))
-    models = [recipe.machine for recipe in machines]
-    assert models == ["h100"] * 6 + ["h200"] + ["h100"]
-    ordinals = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth"]
-    assert (f"They ran on {NUMBER_WORDS[len(machines)]} machines, "
-            f"{NUMBER_WORDS[models.index('h200')]} H100s, then an H200, then a "
-            f"{ordinals[models.count('h100') - 1]} H100:") in prose(
-        "11_time_to_walk.md")  # fmt: skip
-    assert [row[0].split(",")[0] for row in rows] == ordinals
-    assert [row[0].endswith(", an H200") for row in rows] == [m == "h200" for m in models]
-    for (_, mps, trainings), runs in zip(rows, machines.values(), strict=True):
-        # the gait watcher ran beside each training, so its records carry the training's MPS
-        assert {record.provenance.cuda_mps for run in runs for *_, record in run.gait} == {
-            mps == "on"}
-        assert [int(seed) for seed in re.findall(r"seed (\d+)", trainings)] == [
-            run.seed for run in runs]
-        firsts = [int(run.progress()["iteration"].min()) for run in runs]
-        stated = [int(it) for it in re.findall(r"model_(\d+)", trainings)]
-        assert stated == firsts or ("(both model_" in trainings and {*firsts} == {*stated})
-
-
 def test_chapter_11_states_the_walker_recipe_timed_alone_as_recorded():
     from mjlab_microduck.book import walker_recipes as recipes
     from mjlab_microduck.book import walker_results as wr
 
     text = prose("11_time_to_walk.md")
-    no_mps = recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS
-    mps = recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS
-    s44, s43 = (wr.seed_run(seed, recipe=no_mps) for seed in (44, 43))
-    m43, m42 = (wr.seed_run(seed, recipe=mps) for seed in (43, 42))
-    m44 = wr.seed_run(44, recipe=recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700)
-    e42 = wr.seed_run(
-        42, recipe=recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50)
-    a44 = wr.seed_run(
-        44, recipe=recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN)
-    h43 = wr.seed_run(43, recipe=recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200)
-    mps_again = recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_AGAIN
-    g42, g43 = (wr.seed_run(seed, recipe=mps_again) for seed in (42, 43))
+    alone = wr.timed_alone_runs()
+    clocked = wr.timed_alone_runs(clocked_only=True)
+    draw = {int(label.split(":")[0]): run for label, (run,) in alone.items()}
     side = wr.seed_runs(recipe=recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW)
-    (it44, min44), (it43, min43) = wr.first_passing(s44), wr.first_passing(s43)
-    (itm43, minm43), (itm42, minm42) = wr.first_passing(m43), wr.first_passing(m42)
-    side44 = wr.first_passing(side[2])[0]
-    failed44 = s44.failed_conditions()
-    failed43 = s43.failed_conditions()
-    failedm43 = m43.failed_conditions()
-    failedm42 = m42.failed_conditions()
-    progress_m44 = m44.progress().set_index("iteration")
-    failedm44 = m44.failed_conditions()
-    clocks = wr.time_to_walk_table({"side": side, "s44": [s44], "s43": [s43], "m43": [m43],
-                                    "m42": [m42], "m44": [m44], "e42": [e42],
-                                    "a44": [a44], "h43": [h43], "g42": [g42],
-                                    "g43": [g43]})  # fmt: skip
+    clocks = wr.time_to_walk_table({"side": side, **clocked})
     per_iteration = clocks["s per iteration (median)"]
-    cost = wr.watcher_cost_table({"s44": [s44], "s43": [s43], "m43": [m43], "m42": [m42],
-                                  "m44": [m44], "e42": [e42], "a44": [a44],
-                                  "h43": [h43], "g42": [g42], "g43": [g43]})  # fmt: skip
+    h100 = [label for label in clocked if "H100" in clocks.loc[label, "machine"]]
+    cost = wr.watcher_cost_table(clocked)
+    mps_cost = cost.loc[cost["CUDA MPS"] == "on", "s added per test"]
+    (no_mps_first, no_mps_cost), *_ = cost.loc[cost["CUDA MPS"] == "off"].iterrows()
     bench = wr.time_budget_table(60.0, benches=recipes.H100_MPS_BENCHES).set_index("CUDA MPS")[
         "s per iteration alone (median)"]
     published = wr.published_walker()
     draws = wr.alone_draws(published)
     walked = int((draws["walks within 10 min"] == "yes").sum())
-    # seed 44's model_650: two robots at 0.4 m/s, each failing its progress and its termination
-    near = [row for row in s44.verdict(650)["table"] if not row["passed"]]
-    assert [row["case"] for row in near] == ["forward_0.4"] and failed44[650] == 4
-    assert failed43[it43] == 0 and s43.progress()["iteration"].min() == it43  # its first test
-    assert failedm43[itm43] == 0 and failedm43.index.min() == itm43 and (failedm43 == 0).all()
-    # seed 42's last failures: a robot ending its run fast, robots off heading sideways slow
-    last = {row["case"] for it in (itm42 - 25, itm42 + 25)
-            for row in m42.verdict(it)["table"] if not row["passed"]}  # fmt: skip
-    assert last <= {"forward_0.3", "forward_0.4", "left_0.15", "right_0.15"}
-    assert wr.first_passing(side[0]) is None  # seed 42 passed nothing side by side
-    # seed 44 under MPS: its last checkpoint saved within ten minutes, and its closest two,
-    # whose failures are three robots starting at 0.4 m/s, each falling or folding early
-    within = progress_m44.index[progress_m44["minutes"] * 60 <= wr.TIME_TO_WALK_TARGET_S].max()
-    closest_m44 = failedm44.index[failedm44 == failedm44.min()].tolist()
-    for it in closest_m44:
-        failing = [row for row in m44.verdict(it)["table"] if not row["passed"]]
-        assert [row["case"] for row in failing] == ["forward_0.4"]
-        assert failing[0]["terminations"] == 3 and failing[0]["robots"] == 80
-        starts = [f for f in m44.verdict(it)["failures"] if "terminated" in f]
-        assert len(starts) == 3 and all("1 of 16 robots" in f for f in starts)
-        assert all(terminated_at_s(f) < 0.75 for f in starts)
-    assert wr.first_passing(m44) is None
-    # seed 42's second draw: a checkpoint saved every 50th iteration, its first tested fails
-    # early folds and headings at 0.4 m/s and slow robots walking backward, the next passes
-    ((_, e42_record),) = e42.stages
-    assert e42_record.config["save_interval"] == 50 and e42_record.provenance.cuda_mps is True
-    failede42 = e42.failed_conditions()
-    (ite42, mine42) = wr.first_passing(e42)
-    assert failede42.index.tolist() == [ite42 - 50, ite42] and failede42[ite42] == 0
-    early = e42.verdict(ite42 - 50)["failures"]
-    folds_042 = [f for f in early if "forward 0.4" in f and "legs_collapsed" in f]
-    assert {f.split(",")[0] for f in folds_042} == {"seed 1", "seed 2", "seed 4"}
-    assert sum(int(f.split(": ")[1].split(" of ")[0]) for f in folds_042) == 4
-    assert all(0.45 < terminated_at_s(f) < 0.55 for f in folds_042)
-    off_heading = [f for f in early if "forward 0.4" in f and "heading change" in f]
-    backward = [f for f in early if "backward 0.2" in f]
-    assert len(off_heading) == 1 and "-0.33 rad" in off_heading[0]
-    assert len(backward) == 2 and all("progress 0.01" in f for f in backward)
-    # seed 44's third draw: no pass; its closest, model_675, fails two robots of one evaluation
-    # seed ending their run as they start at 0.4 m/s, and headings there and walking sideways
-    progress_a44 = a44.progress().set_index("iteration")
-    faileda44 = a44.failed_conditions()
-    within_a44 = progress_a44.index[
-        progress_a44["minutes"] * 60 <= wr.TIME_TO_WALK_TARGET_S].max()
-    assert wr.first_passing(a44) is None and faileda44.idxmin() == 675
-    near_a44 = a44.verdict(675)["failures"]
-    (starts_a44,) = [f for f in near_a44 if "terminated" in f]
-    assert starts_a44.startswith("seed 4, forward 0.4 m/s: 2 of 16 robots")
-    headings_a44 = sorted(float(f.split("heading change ")[1].split(" rad")[0].lstrip("+-"))
-                          for f in near_a44 if "heading change" in f)  # fmt: skip
-    sideways_a44 = [f for f in near_a44 if "sideways" in f]
-    assert len(sideways_a44) == 3 and len(headings_a44) == 4
-    assert all("heading change" in f for f in sideways_a44)
-    backward_a44 = [f for f in a44.verdict(699)["failures"] if "backward 0.2" in f]
-    assert len({f.split(",")[0] for f in backward_a44}) == len(backward_a44) == 4
-    assert all("progress 0.00" in f or "progress -0.00" in f for f in backward_a44)
-    # all three of seed 44's trainings alone came closest at model_675
-    for run in (s44, m44, a44):
-        failed = run.failed_conditions()
-        assert failed[675] == failed.min()
-    # seed 43's fifth draw, on the H200: no pass; within one robot at model_575 and model_600
-    progress_h43 = h43.progress().set_index("iteration")
-    failedh43 = h43.failed_conditions()
-    closest_h43 = failedh43.index[failedh43 == failedh43.min()].tolist()
-    assert wr.first_passing(h43) is None and closest_h43 == [575, 600] and failedh43.min() == 1
-    assert h43.recipe.machine == "h200" and "H200" in h43.stages[0][1].provenance.device_name
-    (backward_h43,) = h43.verdict(575)["failures"]
-    (sideways_h43,) = h43.verdict(600)["failures"]
-    assert "backward 0.2 m/s" in backward_h43 and "progress 0.01" in backward_h43
-    assert "sideways right 0.15 m/s" in sideways_h43 and "+0.30 rad" in sideways_h43
-    assert all("sideways" in f and "heading change" in f
-               for it in (625, 649) for f in h43.verdict(it)["failures"])  # fmt: skip
-    # where its clock would have reached ten minutes, gait tests included
-    first_h43, last_h43 = progress_h43.iloc[0], progress_h43.iloc[-1]
-    s_per_it_h43 = (last_h43["minutes"] - first_h43["minutes"]) * 60 / (
-        progress_h43.index[-1] - progress_h43.index[0])
-    at_ten_h43 = progress_h43.index[-1] + (
-        wr.TIME_TO_WALK_TARGET_S - last_h43["minutes"] * 60) / s_per_it_h43
-    assert abs(at_ten_h43 - 775) < 5
-    # the eighth machine: seed 42's third draw tests the model_375 its second never did, and
-    # passes at model_400 again; seed 43's sixth passes at model_475
-    (itg42, ming42), (itg43, ming43) = wr.first_passing(g42), wr.first_passing(g43)
-    failedg42, failedg43 = g42.failed_conditions(), g43.failed_conditions()
-    assert (itg42, itg43) == (ite42, 475) and failedg42.index.min() == 350
-    early_g42 = g42.verdict(375)["failures"]
-    starts_g42 = [f for f in early_g42 if "terminated" in f]
-    assert {f.split(",")[0] for f in starts_g42} == {"seed 2", "seed 3", "seed 4"}
-    assert sum(int(f.split(": ")[1].split(" of ")[0]) for f in starts_g42) == 4
-    assert all("legs_collapsed" in f for f in starts_g42)
-    assert sorted(terminated_at_s(f) for f in starts_g42) == pytest.approx([0.50, 0.54, 0.60])
-    (sideways_g42,) = [f for f in early_g42 if "sideways" in f]
-    headings_g43 = sorted(abs(float(f.split("heading change ")[1].split(" rad")[0]))
-                          for f in g43.verdict(425)["failures"])  # fmt: skip
-    (falls_g43,) = [f for f in g43.verdict(450)["failures"] if "terminated" in f]
-    off_g43 = [f for f in g43.verdict(450)["failures"] if "heading change" in f
-               and "robot 14" not in f]  # fmt: skip
-    assert "forward 0.4" in falls_g43 and "fell_over" in falls_g43 and len(off_g43) == 1
+    # the draws' machines (one per recipe of WALKER_TIMED_ALONE) and MPS (the gait watcher ran
+    # beside each training, so its records carry the training's)
+    gpu_of_machine = {label.rsplit(" ", 1)[1]: run.recipe.machine
+                      for label, (run,) in alone.items()}  # fmt: skip
+    mps = [{record.provenance.cuda_mps for *_, record in run.gait} for run in draw.values()]
+    assert all(len(flags) == 1 for flags in mps)
+    assert sorted(gpu_of_machine.values()) == ["h100"] * 7 + ["h200"]
+    # the near passes: one or two robots of a case, by a hair
+    near = [(n, it) for n, run in draw.items()
+            for it, failed in run.failed_conditions().items() if 0 < failed <= 4]  # fmt: skip
+    falls, headings_04, headings_slow, slow_cases, backward, yaw = [], [], [], [], [], []
+    for n, it in near:
+        failures = draw[n].verdict(it)["failures"]
+        robots: dict = {}
+        for f in failures:
+            where, what = f.split(": ", 1)
+            robot = re.match(r"robot (\d+)", what)
+            robots.setdefault(where, set()).add(robot.group(1) if robot else what)
+        assert max(len(r) for r in robots.values()) <= 2
+        fell = {(f.split(":")[0], f.split("robot ")[1].split(",")[0])
+                for f in failures if "terminated" in f}  # fmt: skip
+        for f in failures:
+            where = f.split(":")[0]
+            if "terminated" in f:
+                assert "forward 0.4 m/s" in f and "1 of 16" in f
+                falls.append(terminated_at_s(f))
+            elif "heading change" in f:
+                robot = f.split("robot ")[1].split(" ")[0]
+                change = abs(float(f.split("heading change ")[1].split(" rad")[0]))
+                if (where, robot) in fell:
+                    continue  # the heading of a robot that fell
+                if "0.4 m/s" in f:
+                    headings_04.append(change)
+                else:
+                    assert "0.15 m/s" in f
+                    headings_slow.append(change)
+                    slow_cases.append("sideways" if "sideways" in f else "forward")
+            elif "progress" in f:
+                robot = f.split("robot ")[1].split(" ")[0]
+                if (where, robot) not in fell:
+                    assert "backward 0.2 m/s" in f
+                    backward.append((n, it))
+            else:
+                assert "mean yaw rate 0.79 × command < 0.80" in f and n == 1
+                yaw.append((n, it))
+    assert len(backward) == 1 and yaw
+    assert slow_cases.count("sideways") > slow_cases.count("forward") > 0
+    it5, _ = wr.first_passing(draw[5])
+    failed5, failed9 = draw[5].failed_conditions(), draw[9].failed_conditions()
+    closest9 = failed9.index[failed9 == failed9.min()].tolist()
+    progress9 = draw[9].progress().set_index("iteration")
+    assert wr.first_passing(draw[9]) is None and draw[9].recipe.machine == "h200"
+    assert "H200" in draw[9].stages[0][1].provenance.device_name
+    assert not draw[1].stages and list(clocked) == list(alone)[1:]  # draw 1 has no clock
+    intervals = {n: run.stages[0][1].config["save_interval"] for n, run in draw.items() if n > 1}
+    assert {n for n, every in intervals.items() if every != 25} == {7} and intervals[7] == 50
+    first_tested = [int(run.progress()["iteration"].min()) for run in draw.values()]
+    assert min(first_tested) == 350  # "from model_350 or later"
     minutes = sorted(float(m) for m in draws["minutes from launch"].dropna())
+    seeds_passing = {run.seed for run in draw.values() if wr.first_passing(run)}
+    seed42 = [wr.first_passing(run) for run in draw.values() if run.seed == 42]
+    assert seeds_passing == {42, 43, 44} and all(seed42)
+    assert wr.first_passing(side[0]) is None  # seed 42 passed nothing side by side
+    assert published["alone"]["by_machine"]["h200"]["time_to_walk_s"] is None
+    assert published["time_to_walk_s"] <= wr.TIME_TO_WALK_TARGET_S
+    assert abs(bench["on"] - bench["off"]) < 0.1 * bench["off"]  # "does not slow"
+    label9 = next(label for label in clocked if label.startswith("9:"))
     stated = [
-        f"seed 42's third training alone fails {failedg42[350]} conditions at model_350 and "
-        f"{failedg42[375]} at model_375, the checkpoint its second training never tested, and "
-        f"passes at model_{itg42}, as its second did",
-        f"its legs 0.50–0.60 s after starting, and one robot walking sideways ends "
-        f"{sideways_g42.split('heading change ')[1].split(' rad')[0].lstrip('+-')} rad off its",
-        f"Seed 43's sixth training closes in from {failedg43[350]} failed conditions at model_350 "
-        f"to {failedg43[425]} at model_425, two robots ending {headings_g43[0]:.2f} and "
-        f"{headings_g43[1]:.2f} rad off their heading, fails {failedg43[450]} at model_450, where "
-        f"at 0.4 m/s one robot falls {terminated_at_s(falls_g43):.2f} s after starting and "
-        f"another ends {off_g43[0].split('heading change ')[1].split(' rad')[0].lstrip('+-')} rad "
-        f"off its heading, and passes at model_{itg43}",
-        f"on the eighth machine, {per_iteration['g42']:.2f} s and {per_iteration['g43']:.2f} s "
-        "for seeds 42 and 43 under MPS",
-        "and on the eighth machine seed 42's third "
-        f"{cost.loc['g42', 's per iteration beside a test']:.2f} s against "
-        f"{cost.loc['g42', 's per iteration otherwise']:.2f} s and seed 43's sixth "
-        f"{cost.loc['g43', 's per iteration beside a test']:.2f} s against "
-        f"{cost.loc['g43', 's per iteration otherwise']:.2f} s, "
-        f"{cost.loc['g42', 's added per test']:.1f} s and "
-        f"{cost.loc['g43', 's added per test']:.1f} s per test over "
-        f"{NUMBER_WORDS[int(cost.loc['g42', 'gait tests beside'])]} and "
-        f"{NUMBER_WORDS[int(cost.loc['g43', 'gait tests beside'])]} tests",
-        f"Seed 44 alone passes at model_{it44}, {it44 - side44} iterations later than side by "
-        f"side; its model_650 fails {failed44[650]} conditions",
-        f"third training passes at model_{it43}, the first checkpoint its watcher tested",
-        f"model_{failed43.index.max()}, saved before the training stopped, fails "
-        f"{failed43.max()} conditions",
-        f"Its fourth training, tested from model_{itm43}, passes there, and its "
-        f"model_{failedm43.index.max()} passes too",
-        f"Seed 42 alone closes in from {failedm42.iloc[0]} failed conditions at "
-        f"model_{failedm42.index.min()} to {failedm42[itm42 - 25]} at model_{itm42 - 25} and "
-        f"passes at model_{itm42}; model_{failedm42.index.max()}, saved before the training "
-        f"stopped, fails {failedm42[failedm42.index.max()]} again",
-        f"an iteration took {per_iteration['s44']:.2f} s for seed 44 and "
-        f"{per_iteration['s43']:.2f} s for seed 43 without MPS, and {per_iteration['m43']:.2f} s, "
-        f"{per_iteration['m42']:.2f} s, {per_iteration['m44']:.2f} s, "
-        f"{per_iteration['e42']:.2f} s and {per_iteration['a44']:.2f} s for seeds 43, 42, 44, "
-        f"42 again and 44 again under it, against {per_iteration['side']:.2f} s",
-        f"Seed 44's third training alone, on a machine where an iteration took "
-        f"{per_iteration['a44']:.2f} s, passes nothing in its "
-        f"{faileda44.index.max() + 1} iterations either",
-        f"It closes in from {faileda44.iloc[0]} failed conditions at model_{faileda44.index.min()} "
-        f"to {faileda44[within_a44 - 25]} at model_{within_a44 - 25}, fails "
-        f"{faileda44[within_a44]} at model_{within_a44}, the last checkpoint saved within ten "
-        f"minutes of launch, and comes within {faileda44.min()} at model_675",
-        f"end their run early, the first falling {terminated_at_s(starts_a44):.2f} s after "
-        f"starting, and one ends {headings_a44[-1]:.2f} rad off its heading",
-        f"three robots walking sideways at 0.15 m/s end {headings_a44[0]:.2f}–"
-        f"{headings_a44[-2]:.2f} rad off theirs",
-        f"model_{faileda44.index.max()} fails {faileda44.iloc[-1]}: robots falling at 0.4 m/s "
-        "again, and on four evaluation seeds one robot walking backward at 0.2 m/s that hardly "
-        "moves",
-        f"seed 44's third {cost.loc['a44', 's per iteration beside a test']:.2f} s against "
-        f"{cost.loc['a44', 's per iteration otherwise']:.2f} s, "
-        f"{cost.loc['a44', 's added per test']:.1f} s per test over its "
-        f"{int(cost.loc['a44', 'gait tests beside'])} tests",
-        f"saved its passing model_{itm43} {minm43:.1f} minutes after launch, its third "
-        f"{min43:.1f} minutes and its sixth its model_{itg43} {ming43:.1f} minutes, seed 42 its "
-        f"model_{itm42} {minm42:.1f} minutes and its model_{ite42} in its second training "
-        f"{mine42:.1f} minutes and in its third {ming42:.1f} minutes, and seed 44 its "
-        f"model_{it44} {min44:.1f} minutes after launch",
-        f"Seed 42's second training alone fails {failede42[ite42 - 50]} conditions at "
-        f"model_{ite42 - 50} and passes at model_{ite42}, {itm42 - ite42} iterations before its "
-        "first training did",
-        f"seed 42's second {cost.loc['e42', 's per iteration beside a test']:.2f} s against "
-        f"{cost.loc['e42', 's per iteration otherwise']:.2f} s, "
-        f"{cost.loc['e42', 's added per test']:.1f} s per test over its "
-        f"{NUMBER_WORDS[int(cost.loc['e42', 'gait tests beside'])]} tests",
-        f"The median iteration took {bench['off']:.2f} s without MPS and {bench['on']:.2f} s "
-        "under it",
-        f"an iteration beside a test took {cost.loc['s44', 's per iteration beside a test']:.2f} s "
-        f"against {cost.loc['s44', 's per iteration otherwise']:.2f} s, so each of seed 44's "
-        f"tests added {cost.loc['s44', 's added per test']:.1f} s to its clock, "
-        f"{cost.loc['s44', 's added before the first pass']:.0f} s by its pass",
-        f"seed 42's iterations took {cost.loc['m42', 's per iteration beside a test']:.2f} s "
-        f"beside a test against {cost.loc['m42', 's per iteration otherwise']:.2f} s, "
-        f"{cost.loc['m42', 's added per test']:.1f} s per test and "
-        f"{cost.loc['m42', 's added before the first pass']:.0f} s by its pass, after "
-        f"{NUMBER_WORDS[int(cost.loc['m42', 'gait tests beside'])]} tests",
+        f"Three trainings sharing one H100 take {per_iteration['side']:.2f} s an iteration; one "
+        f"alone takes {per_iteration[h100].min():.2f}–{per_iteration[h100].max():.2f} s",
+        f"{NUMBER_WORDS[len(alone)].capitalize()} draws ran on "
+        f"{NUMBER_WORDS[len(gpu_of_machine)]} machines (seven H100s and an H200), "
+        f"{NUMBER_WORDS[sum(flags == {True} for flags in mps)]} of them under CUDA MPS (the other "
+        f"{NUMBER_WORDS[sum(flags == {False} for flags in mps)]} with `MPS=0`)",
+        f"{NUMBER_WORDS[len(near)].capitalize()} tested checkpoints, in "
+        f"{NUMBER_WORDS[len({n for n, _ in near})]} draws, fail four conditions or fewer",
+        f"at 0.4 m/s a robot that falls or folds its legs {min(falls):.2f}–{max(falls):.2f} s "
+        f"after starting, or ends {min(headings_04):.2f}–{max(headings_04):.2f} rad off its "
+        "heading where the limit is 0.30",
+        f"robots that end {min(headings_slow):.2f}–{max(headings_slow):.2f} rad off theirs",
+        f"in draw {yaw[0][0]} a walk-and-turn at 0.79 of the commanded yaw rate",
+        f"draw 5 passes at model_{it5} and fails {failed5[it5 + 25]} conditions at "
+        f"model_{it5 + 25}",
+        f"draw 9, on the H200, fails {NUMBER_WORDS[failed9.min()]} condition at "
+        f"model_{closest9[0]} and model_{closest9[1]}, "
+        f"{progress9.loc[closest9[0], 'minutes']:.1f} and "
+        f"{progress9.loc[closest9[1], 'minutes']:.1f} minutes after launch, and nothing passes "
+        f"by its last checkpoint, model_{failed9.index.max()}",
+        f"Draw 1 was stopped after model_{draw[1].failed_conditions().index.max()}",
         f"{NUMBER_WORDS[walked].capitalize()} of the {NUMBER_WORDS[len(draws)]} trainings timed "
         "alone walk within ten minutes",
-        f"It closes in from {failedm44.iloc[0]} failed conditions at model_{failedm44.index.min()} "
-        f"to {failedm44[within]} at model_{within}, the last checkpoint saved within ten minutes "
-        f"of launch, and to {failedm44.min()} at model_{closest_m44[0]} and "
-        f"model_{closest_m44[1]}, then fails {failedm44.iloc[-1]} at model_{failedm44.index.max()}",
-        f", seed 44's {cost.loc['m44', 's per iteration beside a test']:.2f} s against "
-        f"{cost.loc['m44', 's per iteration otherwise']:.2f} s, "
-        f"{cost.loc['m44', 's added per test']:.1f} s per test over its "
-        f"{int(cost.loc['m44', 'gait tests beside'])} tests",
-        f"seed 44's second and third nothing by model_{failedm44.index.max()}",
         f"The recipe's time to walk on one H100 is {published['time_to_walk_s'] / 60:.1f} minutes, "
         f"seed 42's third training alone, the soonest of {NUMBER_WORDS[len(draws)]} draws; the "
         f"others took {', '.join(f'{m:.1f}' for m in minutes[1:-1])} and {minutes[-1]:.1f} "
-        f"minutes, one passed nothing by model_525, two nothing by "
-        f"model_{failedm44.index.max()} and the one on an H200 nothing by "
-        f"model_{failedh43.index.max()}",
-        f"Seed 43's fifth training, on an H200, ran an iteration in {per_iteration['h43']:.2f} s "
-        f"and passes nothing in its {failedh43.index.max() + 1} iterations",
-        f"It closes in from {failedh43.iloc[0]} failed conditions at "
-        f"model_{failedh43.index.min()} to {failedh43[550]} at model_550 and to "
-        f"{failedh43.min()} at model_575 and model_600, "
-        f"{progress_h43.loc[575, 'minutes']:.1f} and {progress_h43.loc[600, 'minutes']:.1f} "
-        f"minutes after launch, then fails {failedh43[625]} at model_625 and "
-        f"{failedh43.iloc[-1]} at model_{failedh43.index.max()}",
-        "its clock would have reached ten minutes at about model_775",
-        f"on the H200, {per_iteration['h43']:.2f} s for seed 43 under MPS",
-        f"and seed 43's fifth, on the H200, {cost.loc['h43', 's per iteration beside a test']:.2f} "
-        f"s against {cost.loc['h43', 's per iteration otherwise']:.2f} s, "
-        f"{cost.loc['h43', 's added per test']:.1f} s per test over its "
-        f"{int(cost.loc['h43', 'gait tests beside'])} tests",
+        f"minutes, one passed nothing by model_{draw[1].failed_conditions().index.max()}, two "
+        f"nothing by model_{draw[6].failed_conditions().index.max()} and the one on an H200 "
+        f"nothing by model_{failed9.index.max()}",
+        f"The median iteration took {bench['off']:.2f} s without MPS and {bench['on']:.2f} s "
+        "under it",
+        f"beside a test, draw {no_mps_first.split(':')[0]}'s iterations took "
+        f"{no_mps_cost['s per iteration beside a test']:.2f} s against "
+        f"{no_mps_cost['s per iteration otherwise']:.2f} s, so each of its tests added "
+        f"{no_mps_cost['s added per test']:.1f} s to its clock, "
+        f"{no_mps_cost['s added before the first pass']:.0f} s by its pass",
+        f"a test added {mps_cost.min():.1f}–{mps_cost.max():.1f} s in every draw",
+        # the summary
         f"Its seeds trained again alone are {NUMBER_WORDS[len(draws)]} draws, "
-        f"{NUMBER_WORDS[int((draws['GPU'] == 'H100').sum())]} on H100s",
-        f"On an H200 ({per_iteration['h43']:.2f} s an iteration alone), seed 43's fifth draw "
-        f"passes nothing by model_{failedh43.index.max()}; it comes within one robot of 80 at "
-        f"model_575 and model_600, {progress_h43.loc[575, 'minutes']:.1f} and "
-        f"{progress_h43.loc[600, 'minutes']:.1f} minutes after launch",
-        f"{NUMBER_WORDS[int(clocks['first passing'].ne('none').sum()) - 1].capitalize()} timed "
-        "trainings ended `ok` at their pass and "
-        f"{NUMBER_WORDS[int(clocks['first passing'].eq('none').sum())]} at their last iteration",
-        f"takes the GPU in turns with it, {cost.loc['s44', 's added per test']:.1f} s per test "
-        f"against {cost.loc['m42', 's added per test']:.1f} s under it",
-        f"seed 42, which passed nothing side by side, passes at model_{itg42} {ming42:.1f} "
-        f"minutes after launch in its third draw, the book's time to walk, at model_{ite42} "
-        f"after {mine42:.1f} minutes in its second and at model_{itm42} after {minm42:.1f} "
-        f"minutes in its first; seed 43 passes at model_{itm43} after {minm43:.1f} minutes, at "
-        f"model_{itg43} after {ming43:.1f} minutes and at model_{it43} after {min43:.1f} minutes "
-        f"in three other draws; seed 44 at model_{it44} after {min44:.1f} minutes",
+        f"{NUMBER_WORDS[int((draws['GPU'] == 'H100').sum())]} on H100s. "
+        f"{NUMBER_WORDS[walked].capitalize()} walk within ten minutes",
+        f"passes at {published['first_passing'].split('/')[1]} "
+        f"{published['time_to_walk_s'] / 60:.1f} minutes after launch: the book's time to walk",
+        f"On an H200 ({per_iteration[label9]:.2f} s an iteration alone), seed 43's one "
+        f"draw comes within one robot of 80 at model_{closest9[0]} and model_{closest9[1]}, "
+        f"{progress9.loc[closest9[0], 'minutes']:.1f} and "
+        f"{progress9.loc[closest9[1], 'minutes']:.1f} minutes after launch, and passes nothing "
+        f"by model_{failed9.index.max()}",
         f"({bench['on']:.2f} s under it, {bench['off']:.2f} s without, on one machine)",
+        f"takes the GPU in turns with it, {no_mps_cost['s added per test']:.1f} s per test "
+        f"against {mps_cost.min():.1f}–{mps_cost.max():.1f} s under it",
         f"{NUMBER_WORDS[walked]} of {NUMBER_WORDS[len(draws)]} trainings alone on one GPU walk "
         "within them",
     ]
-    assert walked == 6 and len(draws) == 11 and len(minutes) == 7
-    assert faileda44.index.max() == failedm44.index.max()  # "two nothing by model_699"
-    assert len(closest_m44) == 2 and int(cost.loc["m44", "gait tests beside"]) == 14
-    assert abs(bench["on"] - bench["off"]) < 0.1 * bench["off"]  # "does not slow"
-    assert (cost.loc[["s43", "m43"], "s added before the first pass"] == 0).all()  # "count none"
-    assert list(cost["CUDA MPS"]) == ["off", "off"] + ["on"] * 8
-    assert published["time_to_walk_s"] == pytest.approx(ming42 * 60, abs=0.1)
-    assert published["alone"]["by_machine"]["h200"]["time_to_walk_s"] is None
-    assert published["time_to_walk_s"] <= wr.TIME_TO_WALK_TARGET_S
     assert_stated(text, stated, "chapter 11 does not state the recipe timed alone as recorded")
     appendix = re.sub(r"\s+", " ", (REPO / "book/appendix_reproduce.md").read_text())
-    per_test = sorted(cost.loc[["s44", "s43"], "s added per test"])
+    per_test = sorted(cost.loc[cost["CUDA MPS"] == "off", "s added per test"])
     assert f"each test added {per_test[0]:.1f}–{per_test[1]:.1f} s to a lone training's" in appendix
     assert (f"on one H100 an iteration took {bench['on']:.2f} s under it and {bench['off']:.2f} s "
             "without") in appendix

@@ -856,19 +856,47 @@ def _within_target(draw: dict) -> bool:
     return draw["minutes"] is not None and draw["minutes"] * 60.0 <= TIME_TO_WALK_TARGET_S
 
 
+def _draw_labels(draws: Sequence[tuple[str, int]]) -> list[str]:
+    """How the trainings timed alone, ``(recipe name, seed)`` in the order they trained, are
+    named in the tables: ``"10: seed 42, machine 8"``, their place among the draws, their seed
+    and the machine they ran on. Each recipe of
+    :data:`walker_recipes.WALKER_TIMED_ALONE` names the trainings of one machine."""
+    machines = list(dict.fromkeys(name for name, _ in draws))
+    return [f"{number}: seed {seed}, machine {machines.index(name) + 1}"
+            for number, (name, seed) in enumerate(draws, start=1)]  # fmt: skip
+
+
+def timed_alone_runs(
+    results_root: str | Path | None = None, clocked_only: bool = False
+) -> dict[str, list[SeedRun]]:
+    """The walker recipe's trainings timed alone (:data:`walker_recipes.WALKER_TIMED_ALONE`),
+    in the order they trained, each under its label (``"10: seed 42, machine 8"``) as a group
+    of one for the tables above. With ``clocked_only``, only those whose training record is
+    published, and so their clock (not a training stopped early and published by its gait tests
+    alone)."""
+    pairs = recipes.WALKER_TIMED_ALONE
+    labels = _draw_labels([(recipe.name, seed) for recipe, seed in pairs])
+    runs = {label: [seed_run(seed, results_root, recipe)]
+            for label, (recipe, seed) in zip(labels, pairs, strict=True)}  # fmt: skip
+    return {label: group for label, group in runs.items()
+            if group[0].stages or not clocked_only}  # fmt: skip
+
+
 def alone_draws(walker_record: dict) -> pd.DataFrame:
     """Each training of the walker's recipe timed alone on one GPU (``walker.json``'s
-    ``alone.runs``): its seed and GPU, its first passing checkpoint and minutes from launch, how
-    many checkpoints were tested, and whether it walked within the target. Raises KeyError when
-    the walker record has fewer than two."""
+    ``alone.runs``), labelled as in :func:`timed_alone_runs`: its GPU, its first passing
+    checkpoint and minutes from launch, how many checkpoints were tested, and whether it walked
+    within the target. Raises KeyError when the walker record has fewer than two."""
+    draws = walker_record["alone"]["runs"]
+    labels = _draw_labels([(draw["recipe"], draw["seed"]) for draw in draws])
     rows = [
-        {"training": f"{i}: {draw['recipe'].upper()}, seed {draw['seed']}",
+        {"training": label,
          "GPU": draw["machine"].upper(),
          "first passing checkpoint": draw["first_passing"] or "none",
          "minutes from launch": None if draw["minutes"] is None else round(draw["minutes"], 1),
          "checkpoints tested": f"{draw['tested']}, to {draw['last_tested']}",
          f"walks within {_TARGET_MIN} min": "yes" if _within_target(draw) else "no"}
-        for i, draw in enumerate(walker_record["alone"]["runs"], start=1)
+        for label, draw in zip(labels, draws, strict=True)
     ]  # fmt: skip
     return pd.DataFrame(rows).set_index("training")
 
