@@ -81,26 +81,26 @@ WALKER_HEADING_RUNS = recipe_runs(
     recipes.WALKER_HEADING, kept=("h200_walker_heading_gait_s42_model_999",)
 )
 WALKER_HEADING_ALONE_RUNS = recipe_runs(recipes.WALKER_HEADING_ALONE, seeds=(42,))
+def _timed_alone_runs() -> tuple[str, ...]:
+    """The folders of the walker recipe's trainings timed alone
+    (:data:`walker_recipes.WALKER_TIMED_ALONE`), recipe by recipe in the order they trained, each
+    recipe's seeds in ascending order."""
+    seeds_of: dict[recipes.Recipe, list[int]] = {}
+    for recipe, seed in recipes.WALKER_TIMED_ALONE:
+        seeds_of.setdefault(recipe, []).append(seed)
+    return tuple(folder for recipe, seeds in seeds_of.items()
+                 for folder in recipe_runs(recipe, seeds=sorted(seeds)))  # fmt: skip
+
+
 PUBLISHED_WALKER_RUNS = (
     *recipe_runs(recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW,
                  kept=(results.WALKER_GAIT_TEST, results.WALKER_GAIT_TEST_H200)),
-    *recipe_runs(recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE, seeds=(43,)),
-    *recipe_runs(recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_NO_MPS, seeds=(43, 44)),
-    *recipe_runs(recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS, seeds=(42, 43)),
-    *recipe_runs(recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700, seeds=(44,)),
-    *recipe_runs(recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_EVERY_50,
-                 seeds=(42,)),
-    *recipe_runs(recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_700_AGAIN,
-                 seeds=(44,)),
-    *recipe_runs(recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_H200, seeds=(43,)),
-    *recipe_runs(recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW_ALONE_MPS_AGAIN,
-                 seeds=(42, 43)),
+    *_timed_alone_runs(),
 )
 """The published walker's recipe (``walker.json``): its seeds' training stages and gait
 history, its gait test kept whole (on the H100 that trained it and again on an H200), and its
-seeds trained again alone (on H100s, seed 43 under CUDA MPS, then seeds 44 and 43 without, then
-seeds 43 and 42 under MPS, then seed 44, seed 42 again and seed 44 a third time under MPS; then
-seed 43 under MPS on an H200; then seeds 42 and 43 under MPS on a seventh H100)."""
+seeds trained again alone (:data:`walker_recipes.WALKER_TIMED_ALONE`, the machines and MPS of
+each said in their recipes' docstrings)."""
 WALKER_TURNING_RUNS = (*recipe_runs(recipes.WALKER_TURNING),
                        *recipe_runs(recipes.WALKER_TURNING_ALONE, seeds=(43,)),
                        *recipe_runs(recipes.WALKER_TURNING_SHORT),
