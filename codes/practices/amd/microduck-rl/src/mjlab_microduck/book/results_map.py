@@ -81,6 +81,8 @@ WALKER_HEADING_RUNS = recipe_runs(
     recipes.WALKER_HEADING, kept=("h200_walker_heading_gait_s42_model_999",)
 )
 WALKER_HEADING_ALONE_RUNS = recipe_runs(recipes.WALKER_HEADING_ALONE, seeds=(42,))
+
+
 def _timed_alone_runs() -> tuple[str, ...]:
     """The folders of the walker recipe's trainings timed alone
     (:data:`walker_recipes.WALKER_TIMED_ALONE`), recipe by recipe in the order they trained, each
