@@ -53,6 +53,36 @@ def test_scaling_table_compares_against_the_fewest_gpus():
     assert table["rsl_rl total_fps (rank 0)"].isna().all()  # these hand-made runs logged none
 
 
+def test_pairs_table_keeps_each_pair_on_its_rows_and_against_its_own_baseline():
+    pairs = {
+        "A": [_run("a1", [0], 1.0), _run("a2", [0, 1], 1.25)],
+        "B": [_run("b2", [0, 1], 2.0), _run("b1", [0], 2.0)],  # the other order
+    }
+    table = scaling.pairs_table(pairs)
+    assert table.index.names == ["pair", "GPUs"]
+    assert list(table.index) == [("A", 1), ("A", 2), ("B", 1), ("B", 2)]
+    assert list(table["run"]) == ["a1", "a2", "b1", "b2"]
+    # Each pair against its own one-GPU run, not against pair A's.
+    assert list(table.loc["A", "per-GPU efficiency"]) == [1.0, 0.8]
+    assert list(table.loc["B", "per-GPU efficiency"]) == [1.0, 1.0]
+    assert table.loc[("B", 2), "speed-up"] == 2.0
+    with pytest.raises(ValueError, match="at least one pair"):
+        scaling.pairs_table({})
+
+
+def test_pairs_provenance_lists_each_distinct_value_of_a_pair():
+    one, two = _run("one", [0], 1.0), _run("two", [0, 1], 1.0)
+    two[0].provenance.git_commit = "5bbfa5515e20758ecaf71e6cea993bf833e97a3d"
+    one[0].provenance.driver_version = two[0].provenance.driver_version = "580.159.04"
+    table = scaling.pairs_provenance({"A": [one, two], "B": [one]})
+    assert list(table.index) == ["A", "B"] and table.index.name == "pair"
+    assert list(table.columns) == ["device", "driver", "commit", "profile", "date"]
+    assert table.loc["A", "commit"] == "unknown, 5bbfa55"
+    assert table.loc["A", "driver"] == "580.159.04"  # the same on both runs: shown once
+    assert table.loc["B", "device"] == "GPU"
+    assert table.loc["B", "date"] == one[0].provenance.date[:10]
+
+
 def test_a_cpu_run_counts_one_process():
     record, frame = _run("cpu", None, 2.0, envs=64)
     assert scaling.throughput(record, frame).env_steps_per_s == pytest.approx(24 * 64 / 2.0)

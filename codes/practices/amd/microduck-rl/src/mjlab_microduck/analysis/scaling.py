@@ -11,13 +11,14 @@ of ``scalars.csv``) say how long that took.
 ``throughput`` turns one record into env steps per second in total and per GPU, over the
 iterations after a warm-up (the first iterations carry Warp's kernel loading and CUDA graph
 capture); ``scaling_table`` compares runs at the same environments per GPU against the run
-with the fewest GPUs. Only records are read, so the same figures come out on any machine; the
-rule the book applies is :data:`PER_GPU_EFFICIENCY_RULE`.
+with the fewest GPUs, and ``pairs_table`` does so for several pairs of runs in one table. Only
+records are read, so the same figures come out on any machine; the rule the book applies is
+:data:`PER_GPU_EFFICIENCY_RULE`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -154,6 +155,41 @@ def scaling_table(
             }
         )
     return pd.DataFrame(rows)
+
+
+def pairs_table(
+    pairs: Mapping[str, Sequence[tuple[records.RunRecord, pd.DataFrame]]],
+    warmup: int = WARMUP_ITERATIONS,
+) -> pd.DataFrame:
+    """:func:`scaling_table` of several comparisons in one table, indexed by (pair, GPUs).
+
+    Efficiency and speed-up are against the run with the fewest GPUs of the same pair, so each
+    row reads against the rows of its own pair; the index keeps the pair's name on every row.
+    """
+    if not pairs:
+        raise ValueError("pairs_table needs at least one pair")
+    tables = {name: scaling_table(runs, warmup).set_index("GPUs") for name, runs in pairs.items()}
+    return pd.concat(tables, names=["pair", "GPUs"])
+
+
+def pairs_provenance(
+    pairs: Mapping[str, Sequence[tuple[records.RunRecord, pd.DataFrame]]],
+) -> pd.DataFrame:
+    """Where each pair ran, one row per pair; a field on which its runs differ lists each value."""
+
+    def values(runs: Sequence[tuple[records.RunRecord, pd.DataFrame]], field: str) -> str:
+        seen = [getattr(record.provenance, field) or "unknown" for record, _ in runs]
+        if field == "git_commit":
+            seen = [commit[:7] for commit in seen]
+        elif field == "date":
+            seen = [date[:10] for date in seen]
+        return ", ".join(dict.fromkeys(seen))  # distinct, in the order of the runs
+
+    fields = {"device_name": "device", "driver_version": "driver", "git_commit": "commit",
+              "profile": "profile", "date": "date"}  # fmt: skip
+    rows = {name: {label: values(runs, f) for f, label in fields.items()}
+            for name, runs in pairs.items()}  # fmt: skip
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("pair")
 
 
 LEARNING_COLUMNS = ("Train/mean_reward", "Train/mean_episode_length")
