@@ -81,6 +81,53 @@ def test_random_policy_table_has_one_row_per_run():
     assert list(table["mean reward (last)"]) == [1.2, -1.3]
 
 
+def test_label_with_action_std_names_the_first_iterations_std():
+    scalars = _smoke_scalars([-0.9, -1.3])  # Policy/mean_std 0.998, then 0.99
+    assert (train_pages.label_with_action_std("recorded 64x5 (H200, full)", scalars)
+            == "recorded 64x5 (H200, full, action std 1.0)")  # fmt: skip
+    scalars["Policy/mean_std"] = [0.49, 0.6]
+    assert train_pages.label_with_action_std("live 16x3", scalars) == "live 16x3 (action std 0.5)"
+
+
+def _parsed(line: str):
+    """The request ``microduck train`` builds from ``line``, under the profile it names."""
+    import shlex
+
+    from mjlab_microduck.cli._common import parse
+    from mjlab_microduck.jobs import train
+    from mjlab_microduck.runtime import profiles
+
+    words = shlex.split(line)
+    env, rest = (words[0], words[1:]) if "=" in words[0] else (None, words)
+    assert rest[:2] == ["microduck", "train"]
+    profile = profiles.PROFILES[env.split("=", 1)[1]] if env else profiles.current()
+    default = train.TrainRequest(name="train", num_envs=profile.main_envs,
+                                 iterations=profile.main_iterations,
+                                 save_interval=profile.main_save_interval,
+                                 device=profile.device, profile=profile.name)  # fmt: skip
+    return parse(train.TrainRequest, rest[2:], "microduck train", default=default)
+
+
+def test_train_command_is_the_shell_line_of_the_same_run():
+    from mjlab_microduck.jobs.train import TrainRequest
+
+    smoke = TrainRequest(name="smoke_16x3", num_envs=16, iterations=3, save_interval=3,
+                         seed=42, device="cpu", profile="ci")  # fmt: skip
+    line = train_pages.train_command(smoke)
+    assert line == ("MICRODUCK_PROFILE=ci microduck train --name smoke_16x3 --num-envs 16"
+                    " --iterations 3 --save-interval 3")  # fmt: skip
+    full = TrainRequest(name="smoke_64x5", num_envs=64, iterations=5, save_interval=5,
+                        seed=7, device="cuda:1", profile="full", task="Other-Task")  # fmt: skip
+    assert train_pages.train_command(full) == (
+        "MICRODUCK_PROFILE=full microduck train --name smoke_64x5 --num-envs 64 --iterations 5"
+        " --save-interval 5 --task Other-Task --seed 7 --device cuda:1")
+    for request in (smoke, full):
+        parsed = _parsed(train_pages.train_command(request))
+        for field in ("name", "task", "num_envs", "iterations", "save_interval", "seed",
+                      "device", "profile"):
+            assert getattr(parsed, field) == getattr(request, field), field
+
+
 def test_reward_sign_reads_every_iteration():
     assert train_pages.reward_sign(pd.Series([1.2, 0.1])) == "positive in every iteration"
     assert train_pages.reward_sign(pd.Series([-1.2, -0.1])) == "negative in every iteration"

@@ -6,18 +6,23 @@ the recorded curves; the figures it points at (when the episode length passes a 
 one table with the run's source (:func:`mjlab_microduck.book.tables.run_facts`), instead of
 being glued into sentences one by one. Chapter 3 explains why a random policy falls from the
 task a smoke run trains (:func:`random_policy_figures`) and from what its runs logged
-(:func:`random_policy_table`).
+(:func:`random_policy_table`, rows named by :func:`label_with_action_std`), and gives the shell
+line of a run the page makes (:func:`train_command`).
 """
 
 from __future__ import annotations
 
 import math
+import shlex
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from mjlab_microduck.book.results import term_text
+
+if TYPE_CHECKING:
+    from mjlab_microduck.jobs.train import TrainRequest
 
 LENGTH = "Train/mean_episode_length"
 TERMINATION = "Episode_Termination/{}"
@@ -112,6 +117,40 @@ def random_policy_table(runs: Mapping[str, pd.DataFrame], control_dt_s: float) -
     )
     frame.index.name = "run"
     return frame
+
+
+def label_with_action_std(label: str, scalars: pd.DataFrame) -> str:
+    """``label`` with the action std the run's policy started at (``Policy/mean_std`` of its
+    first iteration, one decimal) inside its closing parenthesis, or in a new one:
+    ``recorded 64x5 (H200, full)`` becomes ``recorded 64x5 (H200, full, action std 1.0)``. Runs
+    of tasks whose action noise differs then say so in their row names."""
+    std = f"action std {float(scalars[STD].iloc[0]):.1f}"
+    if label.endswith(")"):
+        return f"{label[:-1]}, {std})"
+    return f"{label} ({std})"
+
+
+def train_command(request: TrainRequest) -> str:
+    """The shell line that makes ``request``'s run with ``microduck train``, in a fresh folder
+    under ``logs/``: ``MICRODUCK_PROFILE`` names the request's profile, which gives the device;
+    the sizes and name are flags, and the task, seed and device are flags only where they differ
+    from what ``microduck train`` takes without them."""
+    from mjlab_microduck.jobs.train import TrainRequest
+    from mjlab_microduck.runtime import profiles
+
+    default = TrainRequest(name=request.name)
+    words = [f"{profiles.PROFILE_ENV_VAR}={request.profile}"] if request.profile else []
+    words += ["microduck", "train", "--name", request.name,
+              "--num-envs", str(request.num_envs), "--iterations", str(request.iterations),
+              "--save-interval", str(request.save_interval)]  # fmt: skip
+    if request.task != default.task:
+        words += ["--task", request.task]
+    if request.seed != default.seed:
+        words += ["--seed", str(request.seed)]
+    profile = profiles.PROFILES.get(request.profile or "")
+    if profile is None or request.device != profile.device:
+        words += ["--device", request.device]
+    return shlex.join(words)
 
 
 def reward_sign(rewards: pd.Series) -> str:
