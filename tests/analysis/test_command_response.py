@@ -109,3 +109,38 @@ def test_the_published_recipe_policy_stands_when_told_and_speeds_up_when_told():
     assert protocol >= acceptance.MIN_FORWARD_VELOCITY_MPS
     assert fast > protocol + 0.05
     assert command_response.response_slope(swept) > 0.4
+
+
+def test_a_sweep_reports_progress_only_for_replays_that_run(tmp_path, monkeypatch, capsys):
+    """Replays read back from the build's replay memo are counted in one line, never timed in
+    the progress milestones as if they ran."""
+    from mjlab_microduck.jobs import replay_memo
+    from mjlab_microduck.runtime import progress
+
+    monkeypatch.setenv(replay_memo.ENV_VAR, str(tmp_path / "memo"))
+    monkeypatch.setenv(progress.ENV_VAR, "milestones")
+    trajectory = pd.DataFrame({
+        "x": [0.0, 0.01], "y": [0.0, 0.0], "z": [0.1, 0.1], "yaw": [0.0, 0.0],
+        "yaw0": [0.0, 0.0], "vx_b": [0.5, 0.5], "vy_b": [0.0, 0.0], "upright": [1.0, 1.0],
+        "done": [False, False], "t_s": [0.0, 0.02], "segment": [0, 0], "cmd_vx": [0.1, 0.1],
+        "cmd_vy": [0.0, 0.0], "cmd_wz": [0.0, 0.0], "wz_b": [0.0, 0.0]})  # fmt: skip
+    ran = []
+    monkeypatch.setattr(replay, "_simulate",
+                        lambda request, progress: ran.append(request) or (trajectory, [], 0.02))
+    checkpoint = tmp_path / "model_7.pt"
+    checkpoint.write_bytes(b"weights")
+    request = replay.ReplayRequest(checkpoint=checkpoint)
+    command_sweep.sweep(request, commands=(0.1, 0.2))
+    first = capsys.readouterr().err
+    assert len(ran) == 2 and "commands replayed: 100% (2/2)" in first and "memo" not in first
+    swept = command_sweep.sweep(request, commands=(0.1, 0.2, 0.3))
+    again = capsys.readouterr().err
+    assert len(ran) == 3 and list(swept["command_mps"]) == [0.1, 0.2, 0.3]
+    memo_line, *milestones = again.splitlines()
+    assert memo_line == "commands: 2 of 3 replays read back from the build's replay memo"
+    assert milestones and all(m.startswith("commands replayed: ") and "(1/1)" in m
+                              for m in milestones)  # fmt: skip
+    command_sweep.sweep(request, commands=(0.1, 0.2, 0.3))
+    assert capsys.readouterr().err.splitlines() == [
+        "commands: 3 of 3 replays read back from the build's replay memo"]
+    assert len(ran) == 3

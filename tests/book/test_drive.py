@@ -156,6 +156,57 @@ def test_delay_effect_and_finding_say_where_the_delay_matters():
         "No straight line stalls at any actuator delay of the sweep, 0 (0 ms) to 2 (10 ms)")
 
 
+def test_a_line_stalled_at_every_delay_is_said_so_not_called_the_least_moved():
+    sweep = _sweep().assign(**{"1 (5 ms)": [0.01, 0.92, 0.01], "2 (10 ms)": [0.01, 0.88, 0.0]})
+    finding = drive.delay_finding(sweep)
+    assert finding.startswith("backward 0.2 m/s stalls at every delay.")
+    assert finding.endswith(
+        "The delay moves forward 0.4 m/s most, from 0.88 of the command at a delay of "
+        "2 (10 ms) to 0.92 at 1 (5 ms).")  # fmt: skip
+    assert drive.delay_finding(sweep.drop(index="forward 0.4 m/s")) == (
+        "backward 0.2 m/s stalls at every delay.")
+
+
+def _sim2sim(plain: dict[str, float]) -> pd.DataFrame:
+    """A sim2sim table of three cases with Warp's range of each and the plain robot's value."""
+    return pd.DataFrame({
+        "measure": ["progress / command", "progress / command", "moved (m)"],
+        "compared": "heading held",
+        "Warp min": [0.86, 0.9, 0.004], "Warp max": [1.02, 1.0, 0.005],
+        "plain MuJoCo": [plain.get(k, v) for k, v in
+                         (("forward", 0.95), ("backward", 0.95), ("stand", 0.0045))],
+    }, index=pd.Index(["forward 0.1 m/s", "backward 0.2 m/s", "stand"], name="case"))  # fmt: skip
+
+
+def test_outside_warp_finding_names_the_stalls_then_the_near_misses():
+    assert drive.outside_warp_finding(_sim2sim({})) == (
+        "Every case lies within the range of Warp's robots.")
+    both = drive.outside_warp_finding(_sim2sim({"forward": 0.01, "stand": 0.002}))
+    assert both == (
+        "In plain MuJoCo the nominal robot stalls at forward 0.1 m/s (0.01 of the command), "
+        "where every Warp robot walked (the worst at 0.86). Every other case lies within the "
+        "range of Warp's robots or misses its nearest end by at most 0.002 (stand).")
+    # short of Warp's range but walking: a near miss, not a stall
+    assert drive.outside_warp_finding(_sim2sim({"backward": 0.85})) == (
+        "Every case lies within the range of Warp's robots or misses its nearest end by at most "
+        "0.050 (backward 0.2 m/s).")
+
+
+def test_outside_warp_finding_on_the_published_export_and_warp_test():
+    """Chapter 6's glued finding: the walker's export in plain MuJoCo beside its published
+    full-size Warp test (the plain rollout is deterministic and takes seconds)."""
+    from mjlab_microduck.jobs import plain_mujoco
+
+    plain = plain_mujoco.run_cases(drive.export_folder(make=False), drive.SIM2SIM_CASES)
+    warp = drive.warp_robots(drive.book_policy().checkpoint)
+    finding = drive.outside_warp_finding(drive.sim2sim_table(plain, warp))
+    assert finding.startswith(
+        "In plain MuJoCo the nominal robot stalls at forward 0.1 m/s and backward 0.2 m/s "
+        "(0.01 and 0.01 of the command), where every Warp robot walked (the worst at 0.86 and "
+        "0.88). Every other case lies within the range of Warp's robots")
+    assert "turn in place +0.5 rad/s" not in finding  # the slow turns are within Warp's range
+
+
 def test_stalls_marks_the_linear_cases_under_the_stall_line_per_delay():
     sweep = pd.DataFrame(
         {"measure": ["progress / command", "progress / command", "moved (m)"],

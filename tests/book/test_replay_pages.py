@@ -46,3 +46,28 @@ def test_the_path_plot_draws_the_walked_path_in_its_start_frame_beside_the_comma
     assert commanded.get_xdata()[-1] == pytest.approx(replay_pages.PROTOCOL_LIN_VEL_X * 4.0)
     assert "straight ahead" in commanded.get_label()
     plt.close(ax.figure)
+
+
+def _live(seconds: float, notes: str | None) -> replay_pages.LiveReplay:
+    from types import SimpleNamespace
+
+    return replay_pages.LiveReplay(label="model_1.pt", run_dir=None,
+                                   record=SimpleNamespace(notes=notes), seconds=seconds,
+                                   log="")  # fmt: skip
+
+
+def test_timing_text_times_only_replays_that_ran():
+    from mjlab_microduck.jobs import replay
+
+    ran, kept = _live(7.94, None), _live(0.01, replay.MEMO_NOTE)
+    assert not ran.from_memo and kept.from_memo
+    assert replay_pages.timing_text([ran, _live(8.26, None)]) == (
+        "one replay of 200 frames without video took 7.9–8.3 s here, including building the "
+        "environment")
+    assert replay_pages.timing_text([kept, kept]) == (
+        "each trajectory was read back from the build's replay memo (each identical replay ran "
+        "earlier in the build), so this page timed no replay")
+    assert replay_pages.timing_text([ran, kept]) == (
+        "one replay of 200 frames without video took 7.9 s here, including building the "
+        "environment; 1 of the 2 trajectories was read back from the build's replay memo (each "
+        "identical replay ran earlier in the build)")

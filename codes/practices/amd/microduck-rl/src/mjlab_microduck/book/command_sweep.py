@@ -37,26 +37,39 @@ def sweep(
     Lateral and yaw commands stay as the request has them (zero in the protocol); video is off.
     The replays go through the replay memo (``replay.simulate(memo=True)``): one the build
     already made (a protocol replay of the same checkpoint) is read back, not made again.
+    ``progress`` reports the replays that run; those read back are not timed as if they ran,
+    one line counts them.
     """
+    import sys
+
+    from mjlab_microduck.jobs import replay_memo
     from mjlab_microduck.runtime.progress import progress_bar
 
     if not commands:
         raise replay.ReplayError("command sweep needs at least one command")
+    requests = [replace(request, lin_vel_x=float(c), video=False, gif=False) for c in commands]
+    kept = [replay_memo.load(one) for one in requests]
+    to_run = sum(k is None for k in kept)
+    if progress and to_run < len(requests):
+        print(f"commands: {len(requests) - to_run} of {len(requests)} replays read back from the "
+              "build's replay memo", file=sys.stderr)  # fmt: skip
     rows = []
-    with progress_bar(len(commands), "commands", enabled=progress) as bar:
-        for command in commands:
-            one = replace(request, lin_vel_x=float(command), video=False, gif=False)
-            trajectory, _, dt = replay.simulate(one, progress=False, memo=True)
+    with progress_bar(to_run, "commands replayed", enabled=progress and to_run > 0) as bar:
+        for one, hit in zip(requests, kept, strict=True):
+            if hit is None:
+                trajectory, _, dt = replay.simulate(one, progress=False, memo=True)
+                bar.update()
+            else:
+                trajectory, dt = hit
             metrics = replay.compute_metrics(trajectory, (one.lin_vel_x, one.lin_vel_y), dt)
             drift = replay.drift_metrics(trajectory)
             rows.append(
                 {
-                    "command_mps": float(command),
+                    "command_mps": one.lin_vel_x,
                     **asdict(metrics),
                     "heading_change_rad": drift["heading_change_rad"],
                 }
             )
-            bar.update()
     return pd.DataFrame(rows)
 
 

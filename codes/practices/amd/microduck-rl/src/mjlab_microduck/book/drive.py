@@ -240,6 +240,42 @@ def outside_warp(table: pd.DataFrame) -> pd.DataFrame:
     return out[["measure", "compared", "Warp min", "Warp max", "plain MuJoCo", "by"]]
 
 
+def _join(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def outside_warp_finding(table: pd.DataFrame) -> str:
+    """What :func:`outside_warp` finds in a :func:`sim2sim_table`, in one or two sentences: the
+    straight lines on which the plain robot stalls (covers less than :data:`STALL_PROGRESS` of
+    the command) although Warp's worst robot walked, then how far the other cases lie outside
+    the range of Warp's robots (in each row's own measure)."""
+    out = outside_warp(table)
+    if out.empty:
+        return "Every case lies within the range of Warp's robots."
+    stalled = out[(out["measure"] == "progress / command")
+                  & (out["plain MuJoCo"] < STALL_PROGRESS)
+                  & (out["Warp min"] >= STALL_PROGRESS)]  # fmt: skip
+    rest = out.drop(index=stalled.index)
+    sentences = []
+    if not stalled.empty:
+        plain = _join([f"{v:.2f}" for v in stalled["plain MuJoCo"]])
+        worst = _join([f"{v:.2f}" for v in stalled["Warp min"]])
+        sentences.append(
+            f"In plain MuJoCo the nominal robot stalls at {_join(list(stalled.index))} ({plain} "
+            f"of the command), where every Warp robot walked (the worst at {worst})."
+        )
+    every = "Every other case" if sentences else "Every case"
+    if rest.empty:
+        sentences.append(f"{every} lies within the range of Warp's robots.")
+    else:
+        sentences.append(
+            f"{every} lies within the range of Warp's robots or misses its nearest end by at "
+            f"most {rest['by'].abs().max():.3f} ({_join(list(rest.index))})."
+        )
+    return " ".join(sentences)
+
+
 def warp_robots(checkpoint: Path, results_root: str | Path | None = None) -> pd.DataFrame:
     """The robots of :func:`warp_gait_record` (empty, with the columns the table reads, when
     the checkpoint has no published gait test)."""
@@ -323,24 +359,33 @@ def delay_effect(sweep: pd.DataFrame) -> pd.DataFrame:
 
 def delay_finding(sweep: pd.DataFrame) -> str:
     """What :func:`delay_effect` finds, in one or two sentences: where a straight line stalls
-    (or that none does), and the case the delay moves most and least."""
+    (or that none does; a line that stalls at every delay is said so), and, among the lines
+    that walk at some delay, the one the delay moves most and the one it moves least."""
     effect = delay_effect(sweep)
+    always = stalls(sweep).all(axis=1)
     stalled = effect[effect["stalls at delay"] != "none"]
     if stalled.empty:
         first, last = sweep.columns[1], sweep.columns[-1]
         lead = (f"No straight line stalls at any actuator delay of the sweep, {first} to {last} "
                 "physics steps.")  # fmt: skip
     else:
-        lead = "; ".join(f"{case} stalls at a delay of {row['stalls at delay']}"
-                         for case, row in stalled.iterrows()) + "."  # fmt: skip
-    top, low = effect["spread"].idxmax(), effect["spread"].idxmin()
-    t, b = effect.loc[top], effect.loc[low]
-    return (
-        f"{lead} The delay moves {top} most, from {t['least progress']:.2f} of the command at "
-        f"a delay of {t['least at delay']} to {t['most progress']:.2f} at "
-        f"{t['most at delay']}, and {low} least ({b['least progress']:.2f} to "
-        f"{b['most progress']:.2f})."
-    )
+        lead = "; ".join(
+            f"{case} stalls at every delay" if always[case]
+            else f"{case} stalls at a delay of {row['stalls at delay']}"
+            for case, row in stalled.iterrows()
+        ) + "."  # fmt: skip
+    # A line stalled at every delay is not one the delay moves little: it never walks.
+    moved = effect[~always]
+    if moved.empty:
+        return lead
+    top, low = moved["spread"].idxmax(), moved["spread"].idxmin()
+    t, b = moved.loc[top], moved.loc[low]
+    most = (f"The delay moves {top} most, from {t['least progress']:.2f} of the command at a "
+            f"delay of {t['least at delay']} to {t['most progress']:.2f} at {t['most at delay']}")
+    if low == top:
+        return f"{lead} {most}."
+    return (f"{lead} {most}, and {low} least ({b['least progress']:.2f} to "
+            f"{b['most progress']:.2f}).")  # fmt: skip
 
 
 def warp_modes(warp: pd.DataFrame) -> list[str]:

@@ -61,6 +61,14 @@ class LiveReplay:
     def trajectory(self) -> pd.DataFrame:
         return load_trajectory(self.run_dir, self.record)
 
+    @property
+    def from_memo(self) -> bool:
+        """Whether the trajectory was read back from the build's replay memo: then
+        :attr:`seconds` timed the reading, not a replay."""
+        from mjlab_microduck.jobs import replay
+
+        return self.record.notes == replay.MEMO_NOTE
+
 
 def replay_live(
     checkpoint: str | Path,
@@ -209,6 +217,24 @@ def seconds_text(values: Sequence[float]) -> str:
     """``"7.9 s"`` or ``"7.6–8.3 s"`` for a list of durations."""
     low, high = min(values), max(values)
     return f"{low:.1f} s" if round(low, 1) == round(high, 1) else f"{low:.1f}–{high:.1f} s"
+
+
+def timing_text(replays: Sequence[LiveReplay], frames: int = PROTOCOL_FRAMES) -> str:
+    """How long the replays without video took, as a clause for the page. Only replays that ran
+    are timed: one read back from the build's replay memo took no replay time here, and the
+    memo keeps no duration of the run that made it."""
+    ran = [r.seconds for r in replays if not r.from_memo]
+    kept = len(replays) - len(ran)
+    memo = ("read back from the build's replay memo (each identical replay ran earlier in the "
+            "build)")  # fmt: skip
+    if not ran:
+        return f"each trajectory was {memo}, so this page timed no replay"
+    timed = (f"one replay of {frames} frames without video took {seconds_text(ran)} here, "
+             "including building the environment")  # fmt: skip
+    if not kept:
+        return timed
+    verb = "was" if kept == 1 else "were"
+    return f"{timed}; {kept} of the {len(replays)} trajectories {verb} {memo}"
 
 
 def plot_path_against_command(trajectory: pd.DataFrame, label: str):
