@@ -266,6 +266,25 @@ def test_candidate_table_lists_every_candidate_and_what_was_trained(tmp_path):
     assert table.loc["walker", "yaw-rate std (rad/s)"] == round(tuning.WALKER.ang_vel_std_rad_s, 2)
 
 
+def test_candidate_table_shows_what_each_candidate_sharpens(tmp_path):
+    table = preset_pages.candidate_table(tmp_path)
+    sharpened = table.loc["walker_sharpened"]
+    assert sharpened["narrowed from iteration"] == 300
+    assert sharpened["narrowed tracking std (m/s)"] == 0.15
+    assert sharpened["narrowed yaw-rate std (rad/s)"] == 0.3
+    assert table.loc["walker_turning_sharp", "narrowed yaw-rate std (rad/s)"] == 0.71
+    fine = table.loc["walker_turning_axes_straight_start_fine_yaw"]
+    assert (fine["narrow yaw-rate term std (rad/s)"], fine["narrow yaw-rate term weight"]) == (
+        0.15, 2.0)  # fmt: skip
+    assert (fine["narrow planar term std (m/s)"], fine["narrow planar term weight"]) == (0.1, 2.0)
+    assert fine["yaw-rate std (rad/s)"] == 0.71  # the wide term stays beside the narrow one
+    narrow = table.loc["walker_narrow"]  # narrow from the start, nothing added
+    assert narrow["tracking std (m/s)"] == 0.15 and pd.isna(narrow["narrowed from iteration"])
+    assert narrow[["narrow yaw-rate term std (rad/s)", "narrow planar term std (m/s)"]].isna().all()
+    # every sharpening a candidate has is in the table: at most one kernel stage each
+    assert all(len(p.kernel_stages) <= 1 for p in tuning.CANDIDATE_PRESETS)
+
+
 def test_every_table_preset_says_what_it_changed():
     for preset in preset_pages.TABLE_PRESETS:
         assert preset_pages.changes(preset)

@@ -1061,3 +1061,21 @@ def test_the_last_lever_s_passing_slim_checkpoints_pass_at_ci_size_on_a_cpu(
         assert label.startswith(f"seed {published['alone']['seed']}, {first} ")
         assert tests[label] == first_run.replace("h100_", "cpu_").replace("_main_", "_gait_") + (
             f"_{first}")
+
+
+def test_lever_runs_are_the_preset_tables_levers_with_their_seeds():
+    from mjlab_microduck.book import preset_pages
+
+    levers = wr.lever_runs()
+    assert list(levers) == [recipe.name for recipe in wr.LEVER_RECIPES]
+    assert set(levers) == set(preset_pages.LEVERS)  # every lever row of the table, no other
+    for name, (runs, _) in levers.items():
+        # each lever trained the three seeds side by side, under its own recipe
+        assert [run.seed for run in runs] == list(recipes.SEEDS), name
+        assert {run.recipe.name for run in runs} == {name}
+    alone = {name: [(run.recipe, run.seed) for run in again]
+             for name, (_, again) in levers.items() if again}  # fmt: skip
+    # two levers had their one passing seed, 43, trained again alone
+    assert alone == {"walker_turning": [(recipes.WALKER_TURNING_ALONE, 43)],
+                     "walker_turning_axes": [(recipes.WALKER_TURNING_AXES_ALONE, 43)]}
+    assert levers["walker_turning_axes_8192"][0][0].recipe.num_envs == 8192

@@ -50,7 +50,11 @@ def case_histories(groups: dict, *cases: str) -> list:
 def test_chapter_6_states_the_gait_rule_and_the_replay_protocol_as_the_code_has_them():
     from mjlab_microduck.analysis import acceptance, gait
     from mjlab_microduck.jobs import replay
+    from mjlab_microduck.runs.names import TASK_ID
+    from mjlab_microduck.tasks.registry import load_env_cfg
 
+    env_cfg = load_env_cfg(TASK_ID)  # every MicroDuck task steps its policy at the same rate
+    step_dt_s = env_cfg.decimation * env_cfg.sim.mujoco.timestep
     text = prose("06_replay.md")
     stated = [
         f"runs {len(gait.CASES)} cases side by side",
@@ -60,6 +64,9 @@ def test_chapter_6_states_the_gait_rule_and_the_replay_protocol_as_the_code_has_
         f"no robot turns more than {gait.MAX_HEADING_CHANGE_RAD:g} rad in 10 s",
         f"no robot moves more than {gait.MAX_STAND_DISPLACEMENT_M:g} m",
         f"yaw rate at least {gait.MIN_YAW_RATIO:g} of the command",
+        f"must reach {gait.MIN_HEADING_SPEED_RATIO:g} of the command instead",
+        f"every {step_dt_s:g} s ({1 / step_dt_s:g} Hz), so a robot's 10 s are "
+        f"{round(10 / step_dt_s)} policy steps",
         f"stiffness {gait.HEADING_CONTROL_STIFFNESS:g}",
         f"limits of {gait.OPEN_LOOP_MAX_MEDIAN_HEADING_CHANGE_RAD:g} rad (median) and "
         f"{gait.OPEN_LOOP_MAX_WORST_HEADING_CHANGE_RAD:g} rad (worst)",
@@ -427,6 +434,19 @@ def test_chapter_5_states_the_task_commands_curricula_and_recorded_resume_as_the
         f"{first['episode_length_last']:.2f} where stage one ended",
         f"and ends at {s['episode_length_last']:.2f}, above it",
     ], "chapter 5 does not state the recorded resume's episode lengths as recorded")
+    medians = []  # the command error's median per 250-iteration block of each stage
+    for name in (results.RECIPE_RUN_500, results.RECIPE_RUN_1500):
+        error = results.published_run(name).scalars["Metrics/twist/error_vel_xy"]
+        medians.append([f"{error.iloc[i:i + 250].median():.3f}"
+                        for i in range(0, len(error), 250)])  # fmt: skip
+    one, two = medians
+    assert len(one) == 2 and len(two) == 4
+    # "rises a little in each stage"
+    assert float(one[0]) < float(one[-1]) and float(two[0]) < float(two[-1])
+    assert_stated(text, [
+        f"has the medians {one[0]} and {one[1]} over stage one's two blocks of 250 iterations, "
+        f"and {', '.join(two[:-1])} and {two[-1]} over stage two's four",
+    ], "chapter 5 does not state the recorded command error as recorded")
 
 
 def test_chapter_5_states_what_the_walker_resumes_bought_as_their_records_have_it():
@@ -462,8 +482,20 @@ def test_chapter_5_states_what_the_walker_resumes_bought_as_their_records_have_i
     assert (findings["skills gained"] == "none").all() and "no seed gains a skill" in text
     assert (findings["resumed checkpoints passing"] == 0).all()
     assert "no resumed checkpoint passes" in text
-    for _, share in within:  # "rises a little", from the first stage's last checkpoint on
+    for _, share in within:  # it rises, from the first stage's last checkpoint on
         assert share[max(share)] > share[min(share)]
+    kept = sorted({it for _, share in within for it in share})  # tests that kept each robot
+    before = [share[kept[0]] for _, share in within]
+    after = [share[kept[-1]] for _, share in within]
+
+    def span(shares: list[float]) -> str:  # a range of shares as the prose writes it: 70–75%
+        return f"{min(shares) * 100:.0f}–{max(shares):.0%}"
+
+    assert_stated(text, [
+        f"Only the gait tests of model_{kept[0]} and model_{kept[-1]} stored each robot's heading",
+        f"rises from {span(before)} to {span(after)}",
+    ], "chapter 5 does not state the robots holding their heading as recorded")
+    assert len(kept) == 2
     table = walker_resume.resume_table(runs)
     change = {seed: t["failed conditions"].iloc[1:] - t["failed conditions"].iloc[0]
               for seed, t in table.groupby(level="seed")}  # fmt: skip
@@ -471,12 +503,14 @@ def test_chapter_5_states_what_the_walker_resumes_bought_as_their_records_have_i
     most = max(change, key=lambda seed: change[seed].max())
     verdicts = wr.seed_verdicts(wr.walker_heading_summary())
     failing = [i.split()[-1] for i, ok in verdicts["passes"].items() if ok != "yes"]
+    first_passing = [f"{i} first at {c}" if n == 0 else f"{i} at {c}" for n, (i, c) in enumerate(
+        verdicts.loc[verdicts["passes"] == "yes", "first passing checkpoint"].items())]
     passing = NUMBER_WORDS[int((verdicts["passes"] == "yes").sum())]
     assert_stated(text, [
         f"from {-change[fewest].min()} fewer (seed {fewest}) to {change[most].max()} more "
         f"(seed {most})",
         f"{passing.capitalize()} of its {NUMBER_WORDS[len(verdicts)]} seeds pass, seed "
-        f"{' and '.join(failing)} does not",
+        f"{' and '.join(failing)} does not: {' and '.join(first_passing)}",
         f"{passing} of `WALKER_HEADING`'s {NUMBER_WORDS[len(verdicts)]} seeds pass the gait test",
     ], "chapter 5 does not state the walker's resumes and verdicts as recorded")
 

@@ -72,13 +72,9 @@ ENV_COUNT_LEVERS = {
 }  # fmt: skip
 """Levers that change only the envs per training of a recipe at scale: name -> (that recipe,
 the recipe it trains again); each has a row under the preset both train."""
-LEVERS = ("walker_turning", "walker_turning_short", "walker_turning_axes",
-          "walker_turning_axes_more_updates", "walker_turning_axes_wide_kl",
-          "walker_turning_axes_fine_yaw", "walker_turning_axes_fast_start",
-          "walker_turning_axes_fast_start_standing", "walker_turning_axes_fast_start_fine_planar",
-          "walker_turning_axes_straight_start", "walker_turning_axes_straight_start_fine_yaw",
-          *ENV_COUNT_LEVERS)  # fmt: skip
-"""Levers tried on the recipe that passes: their rows need their runs (``preset_table``)."""
+LEVERS = tuple(recipe.name for recipe in walker_results.LEVER_RECIPES)
+"""Levers tried on the recipe that passes (``walker_results.LEVER_RECIPES``): their rows need
+their runs (``preset_table``; ``walker_results.lever_runs`` gives them)."""
 STANDS_BELOW_M = 0.05
 """A preset whose largest 4 s displacement stays below this "stands"."""
 
@@ -320,10 +316,12 @@ def kernel_share(error: float, std: float) -> float:
 
 
 def candidate_table(results_root: str | Path) -> pd.DataFrame:
-    """The presets registered to sharpen tracking (``tuning.CANDIDATE_PRESETS``): their
-    tracking kernels and weight, and whether a run published in ``results_root`` trained them
-    (a training run's tuning, or the preset's own task in a gait test of a recipe published
-    by its gait tests alone)."""
+    """The presets registered as candidates (``tuning.CANDIDATE_PRESETS``): their tracking
+    kernels and weight at the start, what sharpens them (the iteration from which
+    ``kernel_stages`` narrows the kernels, and to what; the std and weight of a narrow yaw-rate
+    or planar-velocity term added beside the wide one; NaN where a preset has none), and
+    whether a run published in ``results_root`` trained them (a training run's tuning, or the
+    preset's own task in a gait test of a recipe published by its gait tests alone)."""
     from mjlab_microduck.runs import records
 
     published = [rec.config for _, rec in records.find_records(results_root)]
@@ -334,12 +332,25 @@ def candidate_table(results_root: str | Path) -> pd.DataFrame:
             trained.add(tuning.preset_of_task(task).name)
         except KeyError:  # the default task, or another package's
             continue
-    rows = {
-        p.name: {"tracking std (m/s)": p.lin_vel_std_m_s,
-                 "yaw-rate std (rad/s)": round(p.ang_vel_std_rad_s, 2),
-                 "tracking weight": p.tracking_weight, "trained": p.name in trained}
-        for p in tuning.CANDIDATE_PRESETS
-    }  # fmt: skip
+    nan = math.nan
+    rows = {}
+    for p in tuning.CANDIDATE_PRESETS:
+        # Every candidate narrows its kernels at most once; a second stage would need columns.
+        stage = p.kernel_stages[0] if p.kernel_stages else None
+        rows[p.name] = {
+            "tracking std (m/s)": p.lin_vel_std_m_s,
+            "yaw-rate std (rad/s)": round(p.ang_vel_std_rad_s, 2),
+            "tracking weight": p.tracking_weight,
+            "narrowed from iteration": stage.iteration if stage else nan,
+            "narrowed tracking std (m/s)": stage.lin_vel_std_m_s if stage else nan,
+            "narrowed yaw-rate std (rad/s)": round(stage.ang_vel_std_rad_s, 2) if stage else nan,
+            "narrow yaw-rate term std (rad/s)": p.fine_yaw.std_rad_s if p.fine_yaw else nan,
+            "narrow yaw-rate term weight": p.fine_yaw.weight if p.fine_yaw else nan,
+            "narrow planar term std (m/s)": p.fine_planar.std_m_s if p.fine_planar else nan,
+            "narrow planar term weight": p.fine_planar.weight if p.fine_planar else nan,
+            "trained": p.name in trained,
+        }
     frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame["narrowed from iteration"] = frame["narrowed from iteration"].astype("Int64")
     frame.index.name = "preset"
     return frame

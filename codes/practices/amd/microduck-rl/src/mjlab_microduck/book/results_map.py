@@ -168,11 +168,10 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
     ),
     ChapterRuns(
         "notebooks/05_resume_1500", "Resuming to 1500 updates",
-        (results.RECIPE_RUN_500, results.RECIPE_RUN_1500, *WALKER_RUNS, *WALKER_HEADING_RUNS),
-        "The two recorded stages (`results.RECIPE_RUN_500`, `results.RECIPE_RUN_1500`), the "
-        "`WALKER` and `WALKER_HEADING` recipes' stages and gait tests "
-        "(`walker_results.seed_runs`), and the seeds' verdicts of the heading recipe "
-        "(`walker_results.walker_summary`).",
+        (results.RECIPE_RUN_500, results.RECIPE_RUN_1500, *WALKER_RUNS),
+        "The two recorded stages (`results.RECIPE_RUN_500`, `results.RECIPE_RUN_1500`) and the "
+        "`WALKER` preset's stages and gait tests, before and after its resume "
+        "(`walker_results.seed_runs`).",
     ),
     ChapterRuns(
         "notebooks/06_replay", "Replay and the gait test",

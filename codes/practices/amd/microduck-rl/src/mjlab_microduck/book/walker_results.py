@@ -162,6 +162,40 @@ def seed_runs(
     return [seed_run(seed, results_root, recipe) for seed in recipes.SEEDS]
 
 
+LEVER_RECIPES = (
+    recipes.WALKER_TURNING, recipes.WALKER_TURNING_SHORT, recipes.WALKER_TURNING_AXES,
+    recipes.WALKER_TURNING_AXES_8192, recipes.WALKER_TURNING_AXES_MORE_UPDATES,
+    recipes.WALKER_TURNING_AXES_WIDE_KL, recipes.WALKER_TURNING_AXES_FINE_YAW,
+    recipes.WALKER_TURNING_AXES_FAST_START, recipes.WALKER_TURNING_AXES_FAST_START_STANDING,
+    recipes.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR, recipes.WALKER_TURNING_AXES_STRAIGHT_START,
+    recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW,
+)  # fmt: skip
+"""The levers tried on WALKER_HEADING, the recipe at scale that passes, each trained on the
+three seeds side by side: the rows of chapter 4's preset table that chapter 11 tells."""
+LEVER_SEEDS_ALONE = {
+    recipes.WALKER_TURNING.name: ((recipes.WALKER_TURNING_ALONE, 43),),
+    recipes.WALKER_TURNING_AXES.name: ((recipes.WALKER_TURNING_AXES_ALONE, 43),),
+}  # fmt: skip
+"""A lever's seeds trained again alone on one GPU: lever name -> ``(recipe, seed)`` pairs. Each
+is the lever's one seed that passed side by side; its row reports both clocks."""
+
+
+def lever_runs(
+    results_root: str | Path | None = None,
+) -> dict[str, tuple[list[SeedRun], list[SeedRun]]]:
+    """Each lever of :data:`LEVER_RECIPES`, by its preset name: its seeds side by side and its
+    seeds trained again alone (:data:`LEVER_SEEDS_ALONE`, none for most), as
+    ``preset_pages.preset_table`` takes them (``levers``)."""
+    return {
+        recipe.name: (
+            seed_runs(results_root, recipe),
+            [seed_run(seed, results_root, again)
+             for again, seed in LEVER_SEEDS_ALONE.get(recipe.name, ())],
+        )
+        for recipe in LEVER_RECIPES
+    }  # fmt: skip
+
+
 def training_curves(runs: list[SeedRun]) -> dict[int, pd.DataFrame]:
     """Per seed: both stages' scalars by iteration with a ``minutes`` column of training time
     (the resumed stage continuing where the first ended, as :meth:`SeedRun.clock` counts)."""
