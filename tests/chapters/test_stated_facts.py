@@ -241,12 +241,6 @@ def test_chapter_11_states_the_env_count_comparison_as_recorded():
         "`tasks/rl_cfg.py`)",
     ]
     assert_stated(text, stated, "chapter 11 does not state these as its records")
-    # the preset table's bullets in chapter 4 say the same of the two levers
-    assert_stated(prose("04_train_500.md"), [
-        f"up to model_{wide_rows['iteration'].max()}, the last tested",
-        f"{tuning.WALKER_TURNING_AXES_MORE_UPDATES.num_mini_batches} mini-batches per epoch "
-        f"instead of {algorithm.num_mini_batches}",
-    ], "chapter 4 does not state these as its records")
     # the 4096-env seeds reach fewer failed conditions than any 8192-env checkpoint, at no more
     # transitions than the 8192-env runs collected
     span = narrow[narrow["transitions (M)"] <= wide_rows["transitions (M)"].max()]
