@@ -1,6 +1,7 @@
 // Build the drive page into a folder of static files: `node build.mjs <out> [<export>]`.
 //
-// <out>/index.html          the page (index.html here)
+// <out>/index.html          the page (index.html here, {{DOWNLOAD_MB}} replaced by the size of
+//                           the scripts it loads, in MB)
 // <out>/drive.js            src/*.js with MuJoCo's WebAssembly build (npm mujoco-js, the wasm
 //                           inside it), onnxruntime-web and three.js, bundled by esbuild
 // <out>/ort-wasm.js         onnxruntime-web's WebAssembly runtime, as a script
@@ -63,7 +64,6 @@ const bundle = await build({
 const script = (name, value) => Buffer.from(`window.${name}=${JSON.stringify(value)};\n`);
 const ortWasm = path.join(path.dirname(require.resolve('onnxruntime-web/wasm')), 'ort-wasm-simd-threaded.wasm');
 const files = {
-  'index.html': fs.readFileSync(path.join(here, 'index.html')),
   'drive.js': Buffer.from(bundle.outputFiles[0].contents),
   'ort-wasm.js': script('DRIVE_ORT_WASM', fs.readFileSync(ortWasm).toString('base64')),
 };
@@ -77,6 +77,13 @@ if (exportDir) {
     policy: read('policy.onnx').toString('base64'),
   });
 }
+// What a reader downloads: the three scripts (the export's other files are there for the book,
+// not loaded by the page). Without <export>, the export.js an earlier build left.
+const exportScript = files['export/export.js']
+  ?? (fs.existsSync(path.join(out, 'export/export.js')) ? fs.readFileSync(path.join(out, 'export/export.js')) : Buffer.alloc(0));
+const downloadBytes = files['drive.js'].length + files['ort-wasm.js'].length + exportScript.length;
+files['index.html'] = Buffer.from(fs.readFileSync(path.join(here, 'index.html'), 'utf8')
+  .replaceAll('{{DOWNLOAD_MB}}', String(Math.round(downloadBytes / 1e6))));
 let changed = 0;
 for (const [name, bytes] of Object.entries(files)) changed += writeIfChanged(path.join(out, name), bytes);
 // Files of an older build that this one does not write go (export/ only when it was written).

@@ -232,10 +232,17 @@ def test_export_facts_read_the_published_export():
     assert "/" in facts["actuator delay, physics steps: drawn in training / fixed"]
 
 
+def test_training_seed_reads_the_record_beside_the_checkpoint(tmp_path):
+    checkpoint = RESULTS / "h200_walker_heading_main_s42" / "model_999.pt"
+    assert drive.training_seed(checkpoint) == 42
+    assert drive.training_seed(tmp_path / "model_1.pt") is None  # no record beside it
+
+
 def test_write_drive_files_labels_what_the_page_drives(tmp_path):
     folder = drive.write_drive_files(tmp_path)
     about = json.loads((tmp_path / drive.ABOUT_FILENAME).read_text())
     assert about["label"] == drive.book_policy().label
     assert about["export_run"] == records.load_record(folder).run_id
+    assert about["seed"] == drive.training_seed(drive.book_policy().checkpoint)
     for name in drive.EXPORT_FILES:
         assert (tmp_path / name).read_bytes() == (folder / name).read_bytes()

@@ -11,14 +11,19 @@ With a fixed command from the URL (0.15 m/s forward, heading held), the page mus
   inference) are recorded as test properties and printed;
 * log no console error and fetch nothing from outside the book.
 
-Without a fixed command, the arrow keys and the hold-heading switch steer the robot; the page
-also runs opened from disk (file://), and the front page links to it. Needs Chromium (see
+Without a fixed command, the arrow keys and the hold-heading switch steer the robot, R resets,
+Space stops, and a focused slider keeps the arrows; the page also runs opened from disk
+(file://), and the front page links to it. It names the export it drives (task, iteration,
+seed, checkpoint digest, export run) and links chapter 6's section on its limits. Without
+WebAssembly, or WebGL, or when a frame throws, the status line says so. Needs Chromium (see
 test_book_browser.py, whose fixtures this module shares) and a built book.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import re
 import time
 import urllib.request
 
@@ -51,6 +56,30 @@ return {simSeconds: s.simSeconds, wallSeconds: s.wallSeconds, computeSeconds: s.
         log: s.log, label: s.about.label, readout: document.getElementById('cmd-vx').textContent,
         measured: document.getElementById('meas-vx').textContent};
 """
+
+
+def _needs_page() -> None:
+    if not (DRIVE / "index.html").is_file():
+        _skip_or_fail("the drive page is not built: run `make book` (it runs `make drive`)")
+
+
+def _open(drv, url: str, before: str | None = None) -> None:
+    """Load ``url``, running ``before`` (JavaScript) first in the new document: a browser
+    without some feature, as the page would meet it."""
+    drv.get_log("browser")
+    if before is None:
+        drv.get(url)
+        return
+    added = drv.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": before})
+    try:
+        drv.get(url)
+    finally:
+        drv.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument",
+                            {"identifier": added["identifier"]})  # fmt: skip
+
+
+def _status(drv) -> str:
+    return drv.execute_script("return document.getElementById('status').textContent")
 
 
 def _wait(drv, script: str, timeout_s: float, what: str) -> None:
@@ -196,3 +225,118 @@ def test_front_page_links_the_drive_page(driver, book_server):  # noqa: F811
     assert drive, "the front page has no link to the drive page"
     with urllib.request.urlopen(drive[0], timeout=10) as response:
         assert response.status == 200 and b"Drive the MicroDuck" in response.read()
+
+
+def test_page_names_its_export_and_links_its_limits(driver, book_server):  # noqa: F811
+    from selenium.webdriver.common.by import By
+
+    _needs_page()
+    _open(driver, f"{book_server}/drive/index.html?vx=0&vy=0&wz=0")
+    _wait(driver, "return !!(window.drive && window.drive.ready)", 60, "the page did not start")
+    spec = json.loads((DRIVE / "export" / "spec.json").read_text())
+    about = json.loads((DRIVE / "export" / "about.json").read_text())
+    shown = driver.find_element(By.ID, "provenance").text
+    checkpoint = spec["checkpoint"]
+    for part in (spec["task"], f"iteration {checkpoint['iteration']}",
+                 checkpoint["sha256"][:12], about["export_run"]):  # fmt: skip
+        assert part in shown
+    if about.get("seed") is not None:
+        assert f"seed {about['seed']}" in shown
+    links = {a.get_attribute("href") for a in driver.find_elements(By.CSS_SELECTOR, "a")}
+    assert f"{book_server}/notebooks/11_time_to_walk.html" in links
+    limits = f"{book_server}/notebooks/06_replay.html#the-same-policy-in-plain-mujoco"
+    assert limits in links
+    chapter6 = (HTML / "notebooks" / "06_replay.html").read_text()
+    assert 'id="the-same-policy-in-plain-mujoco"' in chapter6, "the Limits link lost its anchor"
+    assert severe_console_errors(driver) == []
+
+
+def test_download_size_is_the_scripts_size():
+    _needs_page()
+    html = (DRIVE / "index.html").read_text()
+    stated = re.search(r"about (\d+) MB, loaded once", html)
+    assert stated, "the loading status states no download size"
+    scripts = ("drive.js", "ort-wasm.js", "export/export.js")
+    size = sum((DRIVE / name).stat().st_size for name in scripts)
+    assert int(stated.group(1)) == round(size / 1e6)
+
+
+def test_keys_reset_stop_and_leave_a_focused_slider_alone(driver, book_server):  # noqa: F811
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    _needs_page()
+    _open(driver, f"{book_server}/drive/index.html")
+    _wait(driver, "return !!(window.drive && window.drive.ready)", 60, "the page did not start")
+    command = "return Object.assign({}, window.drive.robot.command)"
+    keys = ActionChains(driver)
+    resets = driver.execute_script("return window.drive.resets")
+    keys.send_keys("r").pause(0.3).perform()
+    assert driver.execute_script("return window.drive.resets") == resets + 1
+    keys.key_down(Keys.ARROW_UP).pause(0.3).perform()
+    assert driver.execute_script(command)["vx"] > 0
+    keys.send_keys(Keys.SPACE).pause(0.3).perform()
+    assert driver.execute_script(command)["vx"] == 0, "Space stops"
+    keys.key_up(Keys.ARROW_UP).perform()
+    # A key held when the window loses focus is let go.
+    keys.key_down(Keys.ARROW_LEFT).pause(0.3).perform()
+    assert driver.execute_script(command)["wz"] > 0
+    driver.execute_script("window.dispatchEvent(new Event('blur'))")
+    time.sleep(0.3)
+    assert driver.execute_script(command)["wz"] == 0
+    keys.key_up(Keys.ARROW_LEFT).perform()
+    # A focused slider takes the arrow as its own: one step (0.01), not the page's 75 %.
+    driver.execute_script("document.getElementById('vx').focus()")
+    keys.send_keys(Keys.ARROW_RIGHT).pause(0.3).perform()
+    now = driver.execute_script(command)
+    assert now["vx"] == pytest.approx(0.01) and now["wz"] == 0
+    assert severe_console_errors(driver) == []
+
+
+def test_nan_state_counts_as_a_fall(driver, book_server):  # noqa: F811
+    """The spec's ``nan`` termination, as plain_mujoco.py's terminated() checks it."""
+    _needs_page()
+    _open(driver, f"{book_server}/drive/index.html?vx=0&vy=0&wz=0")
+    _wait(driver, "return !!(window.drive && window.drive.ready)", 60, "the page did not start")
+    fallen = driver.execute_script("""
+        const robot = window.drive.robot; const qvel = robot.data.qvel;
+        const before = robot.fallen(); const kept = qvel[0];
+        qvel[0] = NaN; const after = robot.fallen(); qvel[0] = kept;
+        return [before, after];
+    """)
+    assert fallen == [False, True]
+
+
+def test_a_frame_that_throws_stops_with_its_message(driver, book_server):  # noqa: F811
+    _needs_page()
+    _open(driver, f"{book_server}/drive/index.html?vx=0&vy=0&wz=0")
+    _wait(driver, "return !!(window.drive && window.drive.ready)", 60, "the page did not start")
+    driver.execute_script("window.drive.robot.step = async () => { throw new Error('boom'); }")
+    _wait(driver, "return document.getElementById('status').textContent.startsWith('stopped')",
+          10, "the page did not stop")  # fmt: skip
+    assert _status(driver) == "stopped: boom"
+
+
+def test_without_webassembly_the_status_says_so(driver, book_server):  # noqa: F811
+    _needs_page()
+    _open(driver, f"{book_server}/drive/index.html", before="delete window.WebAssembly;")
+    _wait(driver, "return document.getElementById('status').textContent.startsWith('could not')",
+          30, "the page did not give up")  # fmt: skip
+    assert "no WebAssembly" in _status(driver)
+
+
+def test_without_webgl_it_runs_undrawn(driver, book_server):  # noqa: F811
+    _needs_page()
+    no_webgl = """
+        const getContext = HTMLCanvasElement.prototype.getContext;
+        HTMLCanvasElement.prototype.getContext = function (kind, ...rest) {
+          return /webgl/.test(kind) ? null : getContext.call(this, kind, ...rest);
+        };
+    """
+    _open(driver, f"{book_server}/drive/index.html?vx=0.15&vy=0&wz=0&hold=1", before=no_webgl)
+    _wait(driver, "return !!(window.drive && window.drive.ready)", 60, "the page did not start")
+    _wait(driver, "return window.drive.simSeconds >= 1", 30, "the page did not run 1 s")
+    assert "no WebGL" in _status(driver)
+    hidden = "return getComputedStyle(document.getElementById('view')).display"
+    assert driver.execute_script(hidden) == "none"
+    assert severe_console_errors(driver) == []

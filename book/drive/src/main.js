@@ -11,7 +11,8 @@ import { View } from './view.js';
 
 const $ = (id) => document.getElementById(id);
 const MAX_STEPS_PER_FRAME = 25; // 0.5 s of simulation: a tab that slept does not freeze the page
-const SPEED_SMOOTHING_S = 0.5;
+const SPEED_SMOOTHING_S = 0.5; // time constant of the measured speed's exponential filter
+const KEY_FRACTION = 0.75; // a held arrow key commands this fraction of its axis's range
 
 /** base64 (as the build writes the binaries into scripts) -> bytes */
 function bytes(base64) {
@@ -28,9 +29,18 @@ function readFixedCommand() {
   return { vx: num('vx'), vy: num('vy'), wz: num('wz'), holdHeading: p.get('hold') === '1' };
 }
 
-/** sliders, arrow keys and the hold-heading toggle -> the robot's command */
+/** true where the focused element has its own use for `key`: the arrows move a slider, and
+ * Space presses a button or ticks a box; the page then leaves the key alone */
+function ownsKey(target, key) {
+  const tag = target?.tagName;
+  if (tag === 'BUTTON' || (tag === 'INPUT' && ['checkbox', 'button'].includes(target.type))) return key === ' ';
+  return tag === 'INPUT' || tag === 'SELECT' || tag === 'TEXTAREA' || !!target?.isContentEditable;
+}
+
+/** sliders, keys and the hold-heading toggle -> the robot's command */
 class Controls {
-  constructor(ranges) {
+  constructor(ranges, onReset) {
+    this.onReset = onReset;
     this.sliders = { vx: $('vx'), vy: $('vy'), wz: $('wz') };
     const keys = { vx: 'lin_vel_x', vy: 'lin_vel_y', wz: 'ang_vel_z' };
     for (const [k, el] of Object.entries(this.sliders)) {
@@ -42,28 +52,51 @@ class Controls {
     this.hold = $('hold');
     this.held = new Map(); // key -> the axis it moves
     // Arrow keys move the sliders while held: up/down forward, left/right turn, with shift
-    // left/right step sideways; releasing a key brings its slider back to zero.
+    // left/right step sideways; releasing a key brings its slider back to zero. R resets,
+    // Space stops.
     window.addEventListener('keydown', (e) => this.key(e, true));
     window.addEventListener('keyup', (e) => this.key(e, false));
+    // A key released while the window is not focused sends no keyup: let go of every key.
+    window.addEventListener('blur', () => this.release());
     $('zero').addEventListener('click', () => this.zero());
     this.show();
   }
 
   key(event, down) {
+    if (this.locked || event.ctrlKey || event.metaKey || event.altKey) return;
+    // A key lets go of the axis it pressed wherever the focus went, even if shift was released
+    // in between.
+    if (!down) {
+      if (this.held.has(event.key)) { event.preventDefault(); this.releaseKey(event.key); }
+      return;
+    }
+    if (ownsKey(event.target, event.key)) return;
+    if (event.key === 'r' || event.key === 'R') {
+      event.preventDefault();
+      if (!event.repeat) this.onReset();
+      return;
+    }
+    if (event.key === ' ') { event.preventDefault(); this.zero(); return; }
     const map = {
       ArrowUp: ['vx', 1], ArrowDown: ['vx', -1],
       ArrowLeft: [event.shiftKey ? 'vy' : 'wz', 1], ArrowRight: [event.shiftKey ? 'vy' : 'wz', -1],
     };
-    if (!(event.key in map) || this.locked) return;
+    if (!(event.key in map)) return;
     event.preventDefault();
-    // A key lets go of the axis it pressed, even if shift was released in between.
-    const [axis, sign] = down ? map[event.key] : [this.held.get(event.key), 0];
-    if (!axis) return;
-    if (down) this.held.set(event.key, axis); else this.held.delete(event.key);
+    const [axis, sign] = map[event.key];
+    this.held.set(event.key, axis);
     const el = this.sliders[axis];
-    el.value = down ? (sign > 0 ? el.max : el.min) * 0.75 : 0;
+    el.value = (sign > 0 ? el.max : el.min) * KEY_FRACTION;
     this.show();
   }
+
+  releaseKey(key) {
+    this.sliders[this.held.get(key)].value = 0;
+    this.held.delete(key);
+    this.show();
+  }
+
+  release() { for (const key of [...this.held.keys()]) this.releaseKey(key); }
 
   zero() { for (const el of Object.values(this.sliders)) el.value = 0; this.show(); }
 
@@ -85,14 +118,42 @@ class Controls {
   }
 }
 
+/** where the policy comes from, in one line: task, iteration, seed, checkpoint digest, export */
+function provenance(spec, about) {
+  const ck = spec.checkpoint ?? {};
+  return [
+    spec.task && `task ${spec.task}`,
+    ck.iteration != null && `iteration ${ck.iteration}`,
+    about.seed != null && `seed ${about.seed}`,
+    ck.sha256 && `checkpoint SHA-256 ${ck.sha256.slice(0, 12)}…`,
+    about.export_run && `export ${about.export_run}`,
+  ].filter(Boolean).join(', ') + '.';
+}
+
+/** whether this browser can draw with WebGL, asked of a canvas that is then dropped (three.js
+ * itself would log errors and leave a blank box) */
+function hasWebGL() {
+  try {
+    const canvas = document.createElement('canvas');
+    return !!(canvas.getContext('webgl2') || canvas.getContext('webgl'));
+  } catch {
+    return false;
+  }
+}
+
 async function main() {
   const status = $('status');
-  status.textContent = 'loading MuJoCo and the policy…';
+  // Without it MuJoCo's loader fails with an unrelated message; say what is missing instead.
+  if (typeof WebAssembly !== 'object') {
+    throw new Error('this browser has no WebAssembly (or it is turned off), which MuJoCo and the policy need');
+  }
+  status.textContent = 'starting MuJoCo and the policy…';
   const exported = window.DRIVE_EXPORT;
   if (!exported || !window.DRIVE_ORT_WASM) throw new Error('export/export.js or ort-wasm.js did not load');
   const { spec, about } = exported;
   $('checkpoint').textContent = about.label;
   $('checkpoint').className = about.walker ? 'walker' : 'candidate';
+  $('provenance').textContent = provenance(spec, about);
 
   const mujoco = await loadMujoco();
   mujoco.FS.mkdir('/drive');
@@ -109,14 +170,17 @@ async function main() {
 
   const robot = new Robot(mujoco, model, data, spec, session);
   // Without WebGL (an old machine, a locked-down browser) the robot still runs and reports its
-  // speed; only the picture is missing.
+  // speed; only the picture is missing, and its box is hidden.
   let view = null;
-  try {
-    view = new View($('view'), model);
-  } catch (err) {
-    console.warn(`drive page: no WebGL, nothing is drawn (${err.message})`);
+  if (hasWebGL()) {
+    try {
+      view = new View($('view'), model);
+    } catch (err) {
+      console.warn(`drive page: WebGL failed, nothing is drawn (${err.message})`);
+    }
   }
-  const controls = new Controls(spec.command.ranges);
+  if (!view) $('view').style.display = 'none'; // not `hidden`: the page's CSS sets display
+  const controls = new Controls(spec.command.ranges, () => { state.resets += 1; reset(); });
   const fixed = readFixedCommand();
   if (fixed) controls.lock(fixed);
 
@@ -140,6 +204,8 @@ async function main() {
     state.log.push({ reset: true, ...robot.sample() });
   }
   $('reset').addEventListener('click', () => { state.resets += 1; reset(); });
+  $('reset').title = 'R';
+  $('zero').title = 'Space';
 
   function updateCommand(dt) {
     const c = controls.value();
@@ -163,6 +229,18 @@ async function main() {
   }
 
   async function frame(now) {
+    try {
+      await advance(now);
+    } catch (err) {
+      // A frame that throws schedules no other: say so instead of freezing silently.
+      status.textContent = `stopped: ${err.message}`;
+      console.error(err);
+      return;
+    }
+    requestAnimationFrame(frame);
+  }
+
+  async function advance(now) {
     const wall = (now - start) / 1000;
     if (lastFrameEnd !== null) {
       const idle = (now - lastFrameEnd) / 1000;
@@ -189,13 +267,12 @@ async function main() {
     view?.draw(data, [x[b], x[b + 1], x[b + 2]], cameraHeading);
     $('clock').textContent = `${simClock.toFixed(1)} s simulated, ${wall.toFixed(1)} s on the clock`;
     lastFrameEnd = performance.now();
-    requestAnimationFrame(frame);
   }
 
   reset();
   state.ready = true;
   status.textContent = (fixed ? 'fixed command (test)' : 'drive with the arrow keys or the sliders')
-    + (view ? '' : ' (this browser has no WebGL: the robot runs, but is not drawn)');
+    + (view ? '' : ' (this browser has no WebGL: the robot runs and the table reports it, but nothing is drawn)');
   requestAnimationFrame((now) => { start = now; requestAnimationFrame(frame); });
 }
 

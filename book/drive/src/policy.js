@@ -170,12 +170,17 @@ export class Robot {
     };
   }
 
-  /** true when the trunk tilts past the task's limit or sinks onto its feet (a fall) */
+  /** true when a termination of the spec holds (time-outs aside): the trunk tilts past the
+   * task's limit, sinks onto its feet or below the ground, or the state is not finite;
+   * plain_mujoco.py's terminated() */
   fallen() {
     const d = this.data;
     const z = d.xpos[3 * this.rootBody + 2];
     for (const term of this.spec.terminations) {
-      if (term.kind === 'tilt') {
+      if (term.kind === 'nan') {
+        // A state gone NaN or infinite compares false with every limit below: test it as such.
+        if (!d.qpos.every(Number.isFinite) || !d.qvel.every(Number.isFinite)) return true;
+      } else if (term.kind === 'tilt') {
         const q = d.xquat.subarray(4 * this.rootBody, 4 * this.rootBody + 4);
         const up = -rotateInverse(q, [0, 0, -1])[2];
         if (Math.acos(Math.max(-1, Math.min(1, up))) > term.limit_rad) return true;

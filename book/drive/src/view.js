@@ -7,6 +7,11 @@ const GEOM = { PLANE: 0, SPHERE: 2, CAPSULE: 3, ELLIPSOID: 4, CYLINDER: 5, BOX: 
 // twins) in group 3; the ground plane is group 0.
 const DRAWN_GROUPS = new Set([0, 1, 2]);
 
+// The floor's checker repeats every FLOOR_PERIOD_M (two 5 cm squares a side) over a drawn plane
+// FLOOR_SIZE_M wide.
+const FLOOR_SIZE_M = 20;
+const FLOOR_PERIOD_M = 0.1;
+
 function checkerTexture() {
   const canvas = document.createElement('canvas');
   canvas.width = canvas.height = 64;
@@ -15,14 +20,15 @@ function checkerTexture() {
   g.fillStyle = '#1f3247'; g.fillRect(0, 0, 32, 32); g.fillRect(32, 32, 32, 32);
   const tex = new THREE.CanvasTexture(canvas);
   tex.wrapS = tex.wrapT = THREE.RepeatWrapping;
-  tex.repeat.set(200, 200); // 0.1 m squares on a 20 m plane: distance walked reads off the floor
+  // small squares: distance walked reads off the floor
+  tex.repeat.set(FLOOR_SIZE_M / FLOOR_PERIOD_M, FLOOR_SIZE_M / FLOOR_PERIOD_M);
   tex.magFilter = THREE.NearestFilter;
   return tex;
 }
 
 function geometry(type, size) {
   switch (type) {
-    case GEOM.PLANE: return new THREE.PlaneGeometry(20, 20);
+    case GEOM.PLANE: return new THREE.PlaneGeometry(FLOOR_SIZE_M, FLOOR_SIZE_M);
     case GEOM.SPHERE: return new THREE.SphereGeometry(size[0], 24, 16);
     case GEOM.ELLIPSOID: return new THREE.SphereGeometry(1, 24, 16).scale(size[0], size[1], size[2]);
     // three's capsule and cylinder run along y; MuJoCo's along z
@@ -60,7 +66,7 @@ export class View {
       const mesh = new THREE.Mesh(geo, material);
       mesh.matrixAutoUpdate = false;
       this.scene.add(mesh);
-      this.meshes.push([i, mesh]);
+      this.meshes.push([i, mesh, types[i] === GEOM.PLANE]);
     }
     this.resize();
     window.addEventListener('resize', () => this.resize());
@@ -77,11 +83,17 @@ export class View {
   /** pose every mesh from the data and look at `target` (the trunk) from behind its heading */
   draw(data, target, heading) {
     const pos = data.geom_xpos; const mat = data.geom_xmat;
-    for (const [i, mesh] of this.meshes) {
+    // MuJoCo's ground plane is infinite, the drawn one is not: it follows the trunk in x and y
+    // by whole periods of the checker (the ground is level and axis-aligned), so its squares
+    // stay where they are on the ground.
+    const snap = (v) => Math.round(v / FLOOR_PERIOD_M) * FLOOR_PERIOD_M;
+    const floor = [snap(target[0]), snap(target[1])];
+    for (const [i, mesh, isFloor] of this.meshes) {
       const p = 3 * i; const r = 9 * i;
+      const [dx, dy] = isFloor ? floor : [0, 0];
       mesh.matrix.set(
-        mat[r], mat[r + 1], mat[r + 2], pos[p],
-        mat[r + 3], mat[r + 4], mat[r + 5], pos[p + 1],
+        mat[r], mat[r + 1], mat[r + 2], pos[p] + dx,
+        mat[r + 3], mat[r + 4], mat[r + 5], pos[p + 1] + dy,
         mat[r + 6], mat[r + 7], mat[r + 8], pos[p + 2],
         0, 0, 0, 1,
       );

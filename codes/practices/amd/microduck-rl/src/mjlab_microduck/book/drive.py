@@ -110,9 +110,22 @@ def export_folder(results_root: str | Path | None = None, make: bool = True) -> 
     return run_dir
 
 
+def training_seed(checkpoint: Path) -> int | None:
+    """The seed of the training that saved ``checkpoint``, from the run record beside it
+    (``None`` when there is none, or it names no seed)."""
+    beside = checkpoint.parent / records.RECORD_FILENAME
+    if not beside.is_file():
+        return None
+    seed = records.load_record(beside).config.get("seed")
+    if isinstance(seed, dict):  # train.record_config: {"env": seed, "agent": seed}
+        seed = seed.get("env")
+    return int(seed) if seed is not None else None
+
+
 def write_drive_files(dest: str | Path, results_root: str | Path | None = None) -> Path:
-    """The export's three files and ``about.json`` (what the page says it drives) in ``dest``,
-    each written atomically; returns the export folder they came from."""
+    """The export's three files and ``about.json`` (what the page says it drives, with the
+    training seed where known: :func:`training_seed`) in ``dest``, each written atomically;
+    returns the export folder they came from."""
     policy = book_policy(results_root)
     folder = export_folder(results_root)
     record = records.load_record(folder)
@@ -127,6 +140,7 @@ def write_drive_files(dest: str | Path, results_root: str | Path | None = None) 
         "label": policy.label,
         "walker": policy.walker,
         "checkpoint": f"{policy.checkpoint.parent.name}/{policy.checkpoint.name}",
+        "seed": training_seed(policy.checkpoint),
         "export_run": record.run_id,
         "published": folder.parent.resolve() == _results(results_root).resolve(),
     }
