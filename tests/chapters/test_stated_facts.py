@@ -166,13 +166,14 @@ def test_chapter_4_states_the_recipes_and_their_published_runs_as_they_are():
             assert iteration["turns on command"] == max(iteration.values())
     walker_record = wr.walker_heading_summary()
     assert walker_record["seeds_passing"] == 2 and "Two of its three seeds pass" in text
-    # The first passing checkpoint and the recipe's walker, as its records have them; the
+    # The first passing checkpoint and the heading recipe's walker, as its records have them; the
     # walker passes the ci-size CPU test the first one fails (turning in place).
     first_run, first = walker_record["side_by_side"]["first_passing"].split("/")
     first_seed = int(first_run.rsplit("_s", 1)[1])
     assert f"The first checkpoint to pass is seed {first_seed}'s `{first}`" in text
     assert f"the first of them to pass did so at {first}." in text  # its time to walk
-    assert f"the recipe's walker is the same seed's `model_{walker_record['iteration']}`" in text
+    assert (f"the heading recipe's walker is the same seed's `model_{walker_record['iteration']}`"
+            in text)
     assert walker_record["seed"] == first_seed
     assert f"(`{walker_record['ci_gait_record']}`)" in text
     # and the book's walker, walker.json, comes from chapter 11's last lever
@@ -748,7 +749,7 @@ def test_chapter_11_states_the_narrow_yaw_term_as_recorded():
     ]
     assert_stated(text, stated, "chapter 11 does not state these as its records")
     assert [wr.first_passing(r) for r in fine] == [None, None, None]
-    # "The recipe that passes lets a robot past the limit at all 12 of these early checkpoints"
+    # "The heading recipe lets a robot past the limit at all 12 of these early checkpoints"
     heading_runs = wr.seed_runs(recipe=recipes.WALKER_HEADING)
     heading = hh.heading_hold_table({"heading": heading_runs}, 300, 450)
     assert heading.loc["heading", past] == heading.loc["heading", "checkpoints"] == 12
@@ -803,7 +804,7 @@ def test_chapter_11_states_the_seeds_trained_again_alone_as_recorded():
     later = wr.first_passing(turning_alone[0])[0] - wr.first_passing(turning[1])[0]
     stated = [
         f"{per_iteration['heading alone']:.2f} s against {per_iteration['heading']:.2f} s for the "
-        f"recipe that passes, {per_iteration['turning alone']:.2f} s against "
+        f"heading recipe, {per_iteration['turning alone']:.2f} s against "
         f"{per_iteration['turning']:.2f} s for the turn-in-place lever",
         f"first passed {later} iterations later than side by side",
         f"which passed at model_{wr.first_passing(heading[0])[0]} side by side, passes no "
@@ -1372,6 +1373,6 @@ def test_chapter_11_states_the_lever_scoreboard_as_recorded():
         "is the first lever that passes in two seeds of three, and the soonest",
         f"at {board.loc[last, 'first passing'].split()[1]}, {minutes[last]:.1f} minutes after "
         "launch with three trainings sharing an H100",
-        f"where the recipe of chapter 4 first passes at model_{heading_at}",
+        f"where chapter 4's heading recipe first passes at model_{heading_at}",
         "every other lever that passes does so in one seed of three",
     ], "chapter 11 does not state the scoreboard as its records")

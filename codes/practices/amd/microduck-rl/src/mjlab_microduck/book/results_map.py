@@ -155,16 +155,15 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
     ChapterRuns(
         "notebooks/04_train_500", "The 500-iteration run",
         (*ALL_PRESET_RUNS, *WALKER_RUNS, *WALKER_NARROW_RUNS, *WALKER_HEADING_RUNS,
-         recipes.HEADING_CI_GAIT_TEST, *WALKER_HEADING_ALONE_RUNS, *WALKER_TURNING_RUNS,
-         "bench_h200"),
+         recipes.HEADING_CI_GAIT_TEST, *WALKER_HEADING_ALONE_RUNS, *WALKER_TURNING_RUNS),
         "The recorded first stage (`results.RECIPE_RUN_500`) and its replay of `model_499.pt`; "
         "every preset's runs and protocol replays (`acceptance.preset_outcomes`), the "
         "superseded ones as rows of summary records; the walker recipes at scale and the "
-        "levers tried on the one that passes, one row each in the preset table "
-        "(`walker_results.seed_runs`: their training stages, their gait histories and the "
+        "levers tried on the heading recipe (`WALKER_HEADING`), one row each in the preset "
+        "table (`walker_results.seed_runs`: their training stages, their gait histories and the "
         "gait tests kept whole), `WALKER_HEADING`'s walker with its ci-size test and its seed "
-        "trained again alone, the book's walker (`walker.json`) and its time to walk; the "
-        "benchmark's time per iteration alone (`bench_h200/bench.csv`).",
+        "trained again alone (its time per iteration alone), the book's walker (`walker.json`) "
+        "and its time to walk.",
     ),
     ChapterRuns(
         "notebooks/05_resume_1500", "Resuming to 1500 updates",

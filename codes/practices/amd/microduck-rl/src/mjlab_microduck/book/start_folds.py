@@ -2,9 +2,9 @@
 
 Problem it solves: the gait test's fastest forward cases start each robot from its reset pose
 straight into 0.3 or 0.4 m/s, and a checkpoint fails when a single robot of the 80 per case
-(5 seeds x 16) ends its run. A policy that folds a share ``p`` of its robots there passes that
-condition with probability ``(1 - p) ** 80``, so one test says little about a rare fold. A
-*start test* is the gait test of those cases alone with many robots and a short run
+(5 evaluation seeds x 16) ends its run. A policy that folds a share ``p`` of its robots there
+passes that condition with probability ``(1 - p) ** 80``, so one test says little about a rare
+fold. A *start test* is the gait test of those cases alone with many robots and a short run
 (``gait_test.START_TEST``; ``microduck gait-test --start-test``, ``gait-watch --start-test``);
 this module reads its per-robot terminations (``robots.csv``) into the share of robots that
 end their run, per case, and the chance that the full-size test's 80 robots show none.
@@ -25,9 +25,10 @@ START_TESTS = {
     "WALKER_HEADING s42 model_999": "cpu_walker_heading_start_s42_model_999",
     "WALKER_TURNING s43 model_500": "cpu_walker_turning_start_s43_model_500",
 }
-"""The published start tests (4 seeds x 256 robots per case, 2 s, on a CPU) of the two
-published checkpoints that pass the gait test: the walker, and the first checkpoint of a lever
-to pass (the turn-in-place envs)."""
+"""The published start tests (4 evaluation seeds x 256 robots per case, 2 s, on a CPU) of two
+published checkpoints that pass the gait test: ``WALKER_HEADING``'s walker (seed 42, model_999,
+chapter 4's heading recipe), and the first checkpoint of a lever to pass (the turn-in-place
+envs). The book's walker (``walker.json``) has no published start test."""
 FINE_PLANAR_START_TESTS = {
     "WALKER_TURNING_AXES_FAST_START_FINE_PLANAR s43 model_675": (
         "cpu_walker_turning_axes_fast_start_fine_planar_start_s43_model_675"
