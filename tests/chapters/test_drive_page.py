@@ -290,7 +290,72 @@ def test_keys_reset_stop_and_leave_a_focused_slider_alone(driver, book_server): 
     keys.send_keys(Keys.ARROW_RIGHT).pause(0.3).perform()
     now = driver.execute_script(command)
     assert now["vx"] == pytest.approx(0.01) and now["wz"] == 0
+    # R and Space are not a slider's keys: they still reset and stop with the slider focused.
+    keys.send_keys(Keys.SPACE).pause(0.3).perform()
+    assert driver.execute_script(command)["vx"] == 0, "Space stops with a slider focused"
+    resets = driver.execute_script("return window.drive.resets")
+    keys.send_keys("r").pause(0.3).perform()
+    assert driver.execute_script("return window.drive.resets") == resets + 1
     assert severe_console_errors(driver) == []
+
+
+def test_released_arrow_lets_go_of_its_axis_whatever_the_modifiers(driver, book_server):  # noqa: F811
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    _needs_page()
+    _open(driver, f"{book_server}/drive/index.html")
+    _wait(driver, "return !!(window.drive && window.drive.ready)", 60, "the page did not start")
+    command = "return Object.assign({}, window.drive.robot.command)"
+    keys = ActionChains(driver)
+    # Ctrl pressed while an arrow is held: the arrow's release still stops the robot.
+    keys.key_down(Keys.ARROW_UP).pause(0.3).perform()
+    assert driver.execute_script(command)["vx"] > 0
+    keys.key_down(Keys.CONTROL).key_up(Keys.ARROW_UP).pause(0.3).perform()
+    assert driver.execute_script(command)["vx"] == 0, "a release with Ctrl down let go"
+    keys.key_up(Keys.CONTROL).perform()
+    # Shift released while Left is held: the key's repeats turn instead of stepping sideways,
+    # and the sideways command goes back to zero; releasing Left then leaves nothing commanded.
+    keys.key_down(Keys.SHIFT).key_down(Keys.ARROW_LEFT).pause(0.3).perform()
+    assert driver.execute_script(command)["vy"] > 0
+    keys.key_up(Keys.SHIFT).perform()
+    repeat = ("document.body.dispatchEvent(new KeyboardEvent('keydown', "
+              "{key: 'ArrowLeft', repeat: true, bubbles: true}))")  # fmt: skip
+    driver.execute_script(repeat)
+    time.sleep(0.3)
+    now = driver.execute_script(command)
+    assert now["vy"] == 0 and now["wz"] > 0
+    keys.key_up(Keys.ARROW_LEFT).pause(0.3).perform()
+    now = driver.execute_script(command)
+    assert (now["vx"], now["vy"], now["wz"]) == (0, 0, 0)
+    assert severe_console_errors(driver) == []
+
+
+def test_a_reset_waits_for_the_step_in_flight(driver, book_server):  # noqa: F811
+    """A reset asked for while a step awaits the policy applies after that step, not inside."""
+    _needs_page()
+    _open(driver, f"{book_server}/drive/index.html")
+    _wait(driver, "return !!(window.drive && window.drive.ready)", 60, "the page did not start")
+    _wait(driver, "return window.drive.simSeconds >= 0.5", 30, "the page did not run 0.5 s")
+    # Wrap one step: click the reset button while it awaits the policy, and record the robot's
+    # clock before the step and after it, and the log from the click on.
+    seen = driver.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const robot = window.drive.robot; const step = robot.step.bind(robot);
+        robot.step = async (ort) => {
+          robot.step = step;
+          const before = robot.simTime; const logged = window.drive.log.length;
+          const stepping = step(ort);
+          document.getElementById('reset').click();
+          await stepping;
+          const after = robot.simTime;
+          setTimeout(() => done({before, after, log: window.drive.log.slice(logged, logged + 2)}));
+        };
+    """)
+    assert seen["before"] > 0
+    assert seen["after"] == pytest.approx(seen["before"] + 0.02), "the step in flight ran whole"
+    assert not seen["log"][0].get("reset"), "the reset landed inside the step"
+    assert seen["log"][1].get("reset") is True, "the reset applied right after the step"
 
 
 def test_nan_state_counts_as_a_fall(driver, book_server):  # noqa: F811

@@ -29,11 +29,15 @@ function readFixedCommand() {
   return { vx: num('vx'), vy: num('vy'), wz: num('wz'), holdHeading: p.get('hold') === '1' };
 }
 
+// The keys a focused slider moves itself with; R and Space still reach the page.
+const SLIDER_KEYS = ['ArrowUp', 'ArrowDown', 'ArrowLeft', 'ArrowRight', 'Home', 'End', 'PageUp', 'PageDown'];
+
 /** true where the focused element has its own use for `key`: the arrows move a slider, and
  * Space presses a button or ticks a box; the page then leaves the key alone */
 function ownsKey(target, key) {
   const tag = target?.tagName;
   if (tag === 'BUTTON' || (tag === 'INPUT' && ['checkbox', 'button'].includes(target.type))) return key === ' ';
+  if (tag === 'INPUT' && target.type === 'range') return SLIDER_KEYS.includes(key);
   return tag === 'INPUT' || tag === 'SELECT' || tag === 'TEXTAREA' || !!target?.isContentEditable;
 }
 
@@ -63,13 +67,13 @@ class Controls {
   }
 
   key(event, down) {
-    if (this.locked || event.ctrlKey || event.metaKey || event.altKey) return;
     // A key lets go of the axis it pressed wherever the focus went, even if shift was released
-    // in between.
+    // or Ctrl, Alt or Meta pressed in between: no axis stays commanded without its key held.
     if (!down) {
       if (this.held.has(event.key)) { event.preventDefault(); this.releaseKey(event.key); }
       return;
     }
+    if (this.locked || event.ctrlKey || event.metaKey || event.altKey) return;
     if (ownsKey(event.target, event.key)) return;
     if (event.key === 'r' || event.key === 'R') {
       event.preventDefault();
@@ -84,6 +88,10 @@ class Controls {
     if (!(event.key in map)) return;
     event.preventDefault();
     const [axis, sign] = map[event.key];
+    // Shift pressed or released while an arrow is held: the key's repeats now move the other
+    // axis, and the one it held goes back to zero (its keyup will only see the new one).
+    const previous = this.held.get(event.key);
+    if (previous && previous !== axis) this.sliders[previous].value = 0;
     this.held.set(event.key, axis);
     const el = this.sliders[axis];
     el.value = (sign > 0 ? el.max : el.min) * KEY_FRACTION;
@@ -180,7 +188,7 @@ async function main() {
     }
   }
   if (!view) $('view').style.display = 'none'; // not `hidden`: the page's CSS sets display
-  const controls = new Controls(spec.command.ranges, () => { state.resets += 1; reset(); });
+  const controls = new Controls(spec.command.ranges, () => requestReset());
   const fixed = readFixedCommand();
   if (fixed) controls.lock(fixed);
 
@@ -203,7 +211,21 @@ async function main() {
     cameraHeading = robot.heading();
     state.log.push({ reset: true, ...robot.sample() });
   }
-  $('reset').addEventListener('click', () => { state.resets += 1; reset(); });
+  // A reset asked for while a step awaits the policy would land in the middle of that step:
+  // it waits for the step to end. Between steps (between frames, or with the loop stopped)
+  // nothing runs, and it applies at once.
+  let stepping = false; let resetPending = false;
+  function requestReset() {
+    state.resets += 1;
+    if (stepping) resetPending = true; else reset();
+  }
+  function applyPendingReset() {
+    if (!resetPending) return false;
+    resetPending = false;
+    reset();
+    return true;
+  }
+  $('reset').addEventListener('click', () => requestReset());
   $('reset').title = 'R';
   $('zero').title = 'Space';
 
@@ -232,6 +254,7 @@ async function main() {
     try {
       await advance(now);
     } catch (err) {
+      applyPendingReset(); // the step that threw ended; later requests apply at once
       // A frame that throws schedules no other: say so instead of freezing silently.
       status.textContent = `stopped: ${err.message}`;
       console.error(err);
@@ -251,10 +274,16 @@ async function main() {
     // Step until the simulation is at or past the wall clock: sim seconds >= wall seconds.
     while (simClock < wall && steps < MAX_STEPS_PER_FRAME) {
       if (!fixed) updateCommand(robot.dt);
-      await robot.step(ort);
+      stepping = true;
+      try {
+        await robot.step(ort);
+      } finally {
+        stepping = false;
+      }
       simClock += robot.dt; steps += 1;
       const sample = robot.sample();
       state.log.push(sample);
+      if (applyPendingReset()) continue;
       if (robot.fallen()) { state.resets += 1; reset(); } else readout(sample);
     }
     state.computeSeconds += (performance.now() - t0) / 1000;
