@@ -144,3 +144,6 @@ def test_a_sweep_reports_progress_only_for_replays_that_run(tmp_path, monkeypatc
     assert capsys.readouterr().err.splitlines() == [
         "commands: 3 of 3 replays read back from the build's replay memo"]
     assert len(ran) == 3
+    monkeypatch.setenv(progress.ENV_VAR, "off")  # off silences the memo line too
+    command_sweep.sweep(request, commands=(0.1, 0.2, 0.3))
+    assert capsys.readouterr().err == "" and len(ran) == 3

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from mjlab_microduck.analysis import gait
-from mjlab_microduck.book import drive, results
+from mjlab_microduck.book import drive, results, walker_results
 from mjlab_microduck.runs import records
 
 RESULTS = results.results_root()
@@ -185,11 +185,22 @@ def test_outside_warp_finding_names_the_stalls_then_the_near_misses():
     assert both == (
         "In plain MuJoCo the nominal robot stalls at forward 0.1 m/s (0.01 of the command), "
         "where every Warp robot walked (the worst at 0.86). Every other case lies within the "
-        "range of Warp's robots or misses its nearest end by at most 0.002 (stand).")
-    # short of Warp's range but walking: a near miss, not a stall
-    assert drive.outside_warp_finding(_sim2sim({"backward": 0.85})) == (
-        "Every case lies within the range of Warp's robots or misses its nearest end by at most "
-        "0.050 (backward 0.2 m/s).")
+        "range of Warp's robots or misses its nearest end: stand by 0.0020 m.")
+    # short of Warp's range but walking: a near miss, not a stall; each in its own unit
+    assert drive.outside_warp_finding(_sim2sim({"backward": 0.85, "stand": 0.0055})) == (
+        "Every case lies within the range of Warp's robots or misses its nearest end: "
+        "backward 0.2 m/s by 0.050 of the command and stand by 0.0005 m.")
+
+
+def test_outside_warp_finding_counts_a_stalled_turn_as_a_stall():
+    table = pd.DataFrame({
+        "measure": ["yaw rate / command"], "compared": "yaw rate commanded",
+        "Warp min": [0.9], "Warp max": [1.1], "plain MuJoCo": [0.05],
+    }, index=pd.Index(["turn in place +0.5 rad/s"], name="case"))  # fmt: skip
+    assert drive.outside_warp_finding(table) == (
+        "In plain MuJoCo the nominal robot stalls at turn in place +0.5 rad/s (0.05 of the "
+        "command), where every Warp robot walked (the worst at 0.90). Every other case lies "
+        "within the range of Warp's robots.")
 
 
 def test_outside_warp_finding_on_the_published_export_and_warp_test():
@@ -200,10 +211,12 @@ def test_outside_warp_finding_on_the_published_export_and_warp_test():
     plain = plain_mujoco.run_cases(drive.export_folder(make=False), drive.SIM2SIM_CASES)
     warp = drive.warp_robots(drive.book_policy().checkpoint)
     finding = drive.outside_warp_finding(drive.sim2sim_table(plain, warp))
-    assert finding.startswith(
+    assert finding == (
         "In plain MuJoCo the nominal robot stalls at forward 0.1 m/s and backward 0.2 m/s "
         "(0.01 and 0.01 of the command), where every Warp robot walked (the worst at 0.86 and "
-        "0.88). Every other case lies within the range of Warp's robots")
+        "0.88). Every other case lies within the range of Warp's robots or misses its nearest "
+        "end: stand by 0.0015 m, turn in place +1.0 rad/s by 0.008 of the command and turn in "
+        "place -1.0 rad/s by 0.003 of the command.")
     assert "turn in place +0.5 rad/s" not in finding  # the slow turns are within Warp's range
 
 
@@ -243,6 +256,9 @@ def test_write_drive_files_labels_what_the_page_drives(tmp_path):
     about = json.loads((tmp_path / drive.ABOUT_FILENAME).read_text())
     assert about["label"] == drive.book_policy().label
     assert about["export_run"] == records.load_record(folder).run_id
-    assert about["seed"] == drive.training_seed(drive.book_policy().checkpoint)
+    # the seed of the published walker, as walker.json and the training's own record name it
+    assert about["seed"] == walker_results.published_walker()["seed"]
+    beside = drive.book_policy().checkpoint.parent / records.RECORD_FILENAME
+    assert about["seed"] == records.load_record(beside).config["seed"]["env"]
     for name in drive.EXPORT_FILES:
         assert (tmp_path / name).read_bytes() == (folder / name).read_bytes()

@@ -29,7 +29,11 @@ def test_only_records_of_the_interprocess_event_probe_are_read(tmp_path):
     data = json.loads((other / "record.json").read_text(encoding="utf-8"))
     data["config"]["probe"] = "another_probe"
     (other / "record.json").write_text(json.dumps(data), encoding="utf-8")
-    shutil.copytree(source, tmp_path / "h200_not_a_probe_folder")
+    not_a_probe = tmp_path / "c_ipc_probe_bench"
+    shutil.copytree(source, not_a_probe)
+    data = json.loads((not_a_probe / "record.json").read_text(encoding="utf-8"))
+    data["kind"] = "bench"
+    (not_a_probe / "record.json").write_text(json.dumps(data), encoding="utf-8")
     table = probe_pages.probe_records_table(tmp_path)
     assert list(table["record"]) == ["b_ipc_probe"]
     assert list(table["conclusive"]) == [False]

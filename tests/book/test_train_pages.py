@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+import pytest
 
 from mjlab_microduck.book import train_pages
 
@@ -126,6 +127,25 @@ def test_train_command_is_the_shell_line_of_the_same_run():
         for field in ("name", "task", "num_envs", "iterations", "save_interval", "seed",
                       "device", "profile"):
             assert getattr(parsed, field) == getattr(request, field), field
+
+
+def test_train_command_keeps_resume_gpus_extra_args_and_the_broadphase_fault():
+    import dataclasses
+    from pathlib import Path
+
+    from mjlab_microduck.jobs.train import TrainRequest
+
+    request = TrainRequest(name="more", profile="full", device="cuda", num_envs=128,
+                           iterations=50, save_interval=25, logs_root=Path("other logs"),
+                           resume_from=Path("logs/run_a/model_99.pt"), frozen_broadphase=True,
+                           extra_args=["agent.x=3", "b"], gpu_ids=(0, 1))  # fmt: skip
+    line = train_pages.train_command(request)
+    assert line.endswith(
+        " --logs-root 'other logs' --resume-from logs/run_a/model_99.pt --frozen-broadphase"
+        " --extra-args agent.x=3 b --gpu-ids 0 1")  # fmt: skip
+    assert _parsed(line) == request  # every field survives the shell line
+    with pytest.raises(ValueError, match="start with '-'"):
+        train_pages.train_command(dataclasses.replace(request, extra_args=["--agent.x", "3"]))
 
 
 def test_reward_sign_reads_every_iteration():

@@ -38,19 +38,20 @@ def sweep(
     The replays go through the replay memo (``replay.simulate(memo=True)``): one the build
     already made (a protocol replay of the same checkpoint) is read back, not made again.
     ``progress`` reports the replays that run; those read back are not timed as if they ran,
-    one line counts them.
+    one line counts them (neither with ``MICRODUCK_PROGRESS=off``).
     """
     import sys
 
     from mjlab_microduck.jobs import replay_memo
-    from mjlab_microduck.runtime.progress import progress_bar
+    from mjlab_microduck.runtime.progress import progress_bar, style
 
     if not commands:
         raise replay.ReplayError("command sweep needs at least one command")
     requests = [replace(request, lin_vel_x=float(c), video=False, gif=False) for c in commands]
     kept = [replay_memo.load(one) for one in requests]
     to_run = sum(k is None for k in kept)
-    if progress and to_run < len(requests):
+    # MICRODUCK_PROGRESS=off silences this line as it silences the bar
+    if progress and to_run < len(requests) and style(sys.stderr) != "off":
         print(f"commands: {len(requests) - to_run} of {len(requests)} replays read back from the "
               "build's replay memo", file=sys.stderr)  # fmt: skip
     rows = []

@@ -259,15 +259,28 @@ def _join(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
+STALL_MEASURES = ("progress / command", "yaw rate / command")
+"""The measures of :func:`sim2sim_table` that are a fraction of the command: a robot under
+:data:`STALL_PROGRESS` of the command on one of them has stalled. ``moved (m)`` (stand) has no
+command to fall short of."""
+
+
+def _miss(measure: str, by: float) -> str:
+    """How far a row misses Warp's range, in its own measure's unit."""
+    if measure in STALL_MEASURES:
+        return f"{abs(by):.3f} of the command"
+    return f"{abs(by):.4f} m"
+
+
 def outside_warp_finding(table: pd.DataFrame) -> str:
     """What :func:`outside_warp` finds in a :func:`sim2sim_table`, in one or two sentences: the
-    straight lines on which the plain robot stalls (covers less than :data:`STALL_PROGRESS` of
-    the command) although Warp's worst robot walked, then how far the other cases lie outside
-    the range of Warp's robots (in each row's own measure)."""
+    cases on which the plain robot stalls (covers less than :data:`STALL_PROGRESS` of the
+    command, on a measure of :data:`STALL_MEASURES`) although Warp's worst robot walked, then how
+    far each other case lies outside the range of Warp's robots, in its own measure."""
     out = outside_warp(table)
     if out.empty:
         return "Every case lies within the range of Warp's robots."
-    stalled = out[(out["measure"] == "progress / command")
+    stalled = out[out["measure"].isin(STALL_MEASURES)
                   & (out["plain MuJoCo"] < STALL_PROGRESS)
                   & (out["Warp min"] >= STALL_PROGRESS)]  # fmt: skip
     rest = out.drop(index=stalled.index)
@@ -283,9 +296,10 @@ def outside_warp_finding(table: pd.DataFrame) -> str:
     if rest.empty:
         sentences.append(f"{every} lies within the range of Warp's robots.")
     else:
+        misses = _join([f"{case} by {_miss(row['measure'], row['by'])}"
+                        for case, row in rest.iterrows()])  # fmt: skip
         sentences.append(
-            f"{every} lies within the range of Warp's robots or misses its nearest end by at "
-            f"most {rest['by'].abs().max():.3f} ({_join(list(rest.index))})."
+            f"{every} lies within the range of Warp's robots or misses its nearest end: {misses}."
         )
     return " ".join(sentences)
 
@@ -344,7 +358,8 @@ def randomisation(task: str, scene_xml: Path) -> dict[str, str]:
 
 
 STALL_PROGRESS = 0.2
-"""A linear case whose robot covers less than this fraction of the command has not walked."""
+"""A robot that covers less than this fraction of its command (a line's progress, a turn's yaw
+rate) has not walked."""
 
 
 def stalls(sweep: pd.DataFrame) -> pd.DataFrame:

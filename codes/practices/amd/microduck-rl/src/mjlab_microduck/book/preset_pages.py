@@ -73,8 +73,8 @@ ENV_COUNT_LEVERS = {
 """Levers that change only the envs per training of a recipe at scale: name -> (that recipe,
 the recipe it trains again); each has a row under the preset both train."""
 LEVERS = tuple(recipe.name for recipe in walker_results.LEVER_RECIPES)
-"""Levers tried on the recipe that passes (``walker_results.LEVER_RECIPES``): their rows need
-their runs (``preset_table``; ``walker_results.lever_runs`` gives them)."""
+"""Levers tried on the heading recipe (``WALKER_HEADING``; ``walker_results.LEVER_RECIPES``):
+their rows need their runs (``preset_table``; ``walker_results.lever_runs`` gives them)."""
 STANDS_BELOW_M = 0.05
 """A preset whose largest 4 s displacement stays below this "stands"."""
 
@@ -214,11 +214,12 @@ def scale_outcomes(
 
 
 def lever_outcome(runs: Sequence[Any], alone: Sequence[Any] = ()) -> str:
-    """The outcome of a lever tried on the recipe that passes: in how many of its seeds (each a
-    :class:`~mjlab_microduck.book.walker_results.SeedRun`) a checkpoint passes the gait test by
-    the last one tested, the first to pass and, for ``alone`` (a seed trained again alone on
-    the GPU), the first to pass there. The first is the one reached soonest; for a recipe
-    published by its gait tests alone (no training clock) it is the earliest iteration."""
+    """The outcome of a lever tried on the heading recipe (``WALKER_HEADING``): in how many of
+    its seeds (each a :class:`~mjlab_microduck.book.walker_results.SeedRun`) a checkpoint passes
+    the gait test by the last one tested, the first to pass and, for ``alone`` (a seed trained
+    again alone on the GPU), the first to pass there. The first is the one reached soonest; for
+    a recipe published by its gait tests alone (no training clock) it is the earliest
+    iteration."""
     first = walker_results.first_passing
     last = max(int(run.progress()["iteration"].max()) for run in runs)
     recipe = runs[0].recipe
@@ -261,11 +262,11 @@ def preset_table(
     walker_record: dict | None = None,
     levers: Mapping[str, tuple[Sequence[Any], Sequence[Any]]] | None = None,
 ) -> pd.DataFrame:
-    """One row per preset tried: built on, what it changed, and its outcome (the recipe that
-    passes from ``walker_record``, ``walker_results.walker_heading_summary()``; its row is left
-    out without one). ``levers`` maps a lever's preset name (:data:`LEVERS`) to its seed runs
-    and its seeds trained again alone (:func:`lever_outcome`); a lever's row is left out
-    without them."""
+    """One row per preset tried: built on, what it changed, and its outcome (the heading recipe,
+    ``WALKER_HEADING``, from ``walker_record``, ``walker_results.walker_heading_summary()``; its
+    row is left out without one). ``levers`` maps a lever's preset name (:data:`LEVERS`) to its
+    seed runs and its seeds trained again alone (:func:`lever_outcome`); a lever's row is left
+    out without them."""
     if results_root is None:
         from mjlab_microduck.book import results
 

@@ -10,25 +10,19 @@ two side by side so that an ``ok`` over too few reuses does not read as a pass.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pandas as pd
 
 from mjlab_microduck.runs import records
-
-PROBE_NAME = "ipc_event"
-"""``config["probe"]`` of the records written by the interprocess-event probe."""
+from mjlab_microduck.runtime.ipc_probe import PROBE_NAME
 
 
 def published_probes(results_dir: str | os.PathLike[str]) -> list[tuple[str, records.RunRecord]]:
-    """``(folder name, record)`` of each interprocess-event probe under ``results_dir``
-    (folders named ``*ipc_probe*``), sorted by folder name."""
-    found = []
-    for path in sorted(Path(results_dir).glob("*ipc_probe*/record.json")):
-        record = records.load_record(path)
-        if record.kind == "probe" and record.config.get("probe") == PROBE_NAME:
-            found.append((path.parent.name, record))
-    return found
+    """``(folder name, record)`` of each interprocess-event probe record under ``results_dir``
+    (kind ``probe``, ``config["probe"]`` :data:`~mjlab_microduck.runtime.ipc_probe.PROBE_NAME`),
+    sorted by folder name."""
+    return [(folder.name, record) for folder, record in records.find_records(results_dir)
+            if record.kind == "probe" and record.config.get("probe") == PROBE_NAME]  # fmt: skip
 
 
 def probe_row(name: str, record: records.RunRecord) -> dict[str, object]:

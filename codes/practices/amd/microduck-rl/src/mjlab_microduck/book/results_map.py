@@ -213,7 +213,8 @@ CHAPTERS: tuple[ChapterRuns, ...] = (
          *start_folds.START_TESTS.values(),
          *start_folds.FINE_PLANAR_START_TESTS.values(),
          recipes.stage_folder(recipes.WALKER, "resume", 42)),
-        "The recipe that passes and every lever tried on it (`walker_results.seed_runs`): "
+        "The heading recipe (`WALKER_HEADING`) and every lever tried on it "
+        "(`walker_results.seed_runs`): "
         "their training clocks (`walker_results.time_to_walk_table`), the recipe's seed 42 and "
         "the turn-in-place lever's seed 43 trained again alone, the single-axis lever by its "
         "gait tests alone, "

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import shlex
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -132,9 +133,11 @@ def label_with_action_std(label: str, scalars: pd.DataFrame) -> str:
 
 def train_command(request: TrainRequest) -> str:
     """The shell line that makes ``request``'s run with ``microduck train``, in a fresh folder
-    under ``logs/``: ``MICRODUCK_PROFILE`` names the request's profile, which gives the device;
-    the sizes and name are flags, and the task, seed and device are flags only where they differ
-    from what ``microduck train`` takes without them."""
+    under its logs root: ``MICRODUCK_PROFILE`` names the request's profile, which gives the
+    device; the sizes and name are flags, and every other field (task, seed, device, logs root,
+    resume, broadphase fault, extra arguments, GPUs) is a flag only where it differs from what
+    ``microduck train`` takes without it. ``ValueError`` for extra arguments that start with
+    ``-``: the command line would read them as its own options."""
     from mjlab_microduck.jobs.train import TrainRequest
     from mjlab_microduck.runtime import profiles
 
@@ -150,6 +153,20 @@ def train_command(request: TrainRequest) -> str:
     profile = profiles.PROFILES.get(request.profile or "")
     if profile is None or request.device != profile.device:
         words += ["--device", request.device]
+    if Path(request.logs_root) != default.logs_root:
+        words += ["--logs-root", str(request.logs_root)]
+    if request.resume_from is not None:
+        words += ["--resume-from", str(request.resume_from)]
+    if request.frozen_broadphase:
+        words += ["--frozen-broadphase"]
+    if request.extra_args:
+        dashed = [arg for arg in request.extra_args if arg.startswith("-")]
+        if dashed:
+            raise ValueError(f"extra arguments {dashed} start with '-': `microduck train "
+                             "--extra-args` would read them as its own options")  # fmt: skip
+        words += ["--extra-args", *request.extra_args]
+    if request.gpu_ids is not None:
+        words += ["--gpu-ids", *map(str, request.gpu_ids)]
     return shlex.join(words)
 
 

@@ -170,8 +170,8 @@ LEVER_RECIPES = (
     recipes.WALKER_TURNING_AXES_FAST_START_FINE_PLANAR, recipes.WALKER_TURNING_AXES_STRAIGHT_START,
     recipes.WALKER_TURNING_AXES_STRAIGHT_START_FINE_YAW,
 )  # fmt: skip
-"""The levers tried on WALKER_HEADING, the recipe at scale that passes, each trained on the
-three seeds side by side: the rows of chapter 4's preset table that chapter 11 tells."""
+"""The levers tried on the heading recipe (``WALKER_HEADING``), each trained on the three seeds
+side by side: the rows of chapter 4's preset table that chapter 11 tells."""
 LEVER_SEEDS_ALONE = {
     recipes.WALKER_TURNING.name: ((recipes.WALKER_TURNING_ALONE, 43),),
     recipes.WALKER_TURNING_AXES.name: ((recipes.WALKER_TURNING_AXES_ALONE, 43),),

@@ -57,6 +57,8 @@ IPC_HANDLE_SIZE = 64
 EMULATED_HANDLE_PREFIX = "/hip_"
 UPSTREAM_FIX_COMMIT = "a44f100faaa9"
 
+PROBE_NAME = "ipc_event"
+"""``config["probe"]`` of the records this probe writes (:func:`write_probe_record`)."""
 DEFAULT_REUSES = 100
 DEFAULT_RING = 1
 DEFAULT_TIMEOUT_S = 60.0
@@ -794,7 +796,7 @@ def write_probe_record(
         status="failed" if result.status == "failed" else "ok",
         error=result.error if result.status == "failed" else None,
         command=list(command),
-        config={"probe": "ipc_event", "reuses": result.reuses_requested, "ring": result.ring_size},
+        config={"probe": PROBE_NAME, "reuses": result.reuses_requested, "ring": result.ring_size},
         provenance=provenance.collect(command=command),
         started_at=started_at or records.utc_now_iso(),
         finished_at=records.utc_now_iso(),
