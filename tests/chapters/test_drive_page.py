@@ -78,6 +78,13 @@ def _open(drv, url: str, before: str | None = None) -> None:
                             {"identifier": added["identifier"]})  # fmt: skip
 
 
+def _start(drv, url: str, before: str | None = None) -> None:
+    """Open the built page at ``url`` (see :func:`_open`) and wait until it drives."""
+    _needs_page()
+    _open(drv, url, before)
+    _wait(drv, "return !!(window.drive && window.drive.ready)", 60, "the page did not start")
+
+
 def _status(drv) -> str:
     return drv.execute_script("return document.getElementById('status').textContent")
 
@@ -93,12 +100,8 @@ def _wait(drv, script: str, timeout_s: float, what: str) -> None:
 @pytest.fixture(scope="module")
 def fixed_run(driver, book_server):  # noqa: F811
     """The page under the fixed command, run for a little more than RUN_S simulated seconds."""
-    if not (DRIVE / "index.html").is_file():
-        _skip_or_fail("the drive page is not built: run `make book` (it runs `make drive`)")
-    driver.get_log("browser")
     query = f"vx={COMMAND.lin_vel_x}&vy={COMMAND.lin_vel_y}&wz={COMMAND.ang_vel_z}&hold=1"
-    driver.get(f"{book_server}/drive/index.html?{query}")
-    _wait(driver, "return !!(window.drive && window.drive.ready)", 60, "the page did not start")
+    _start(driver, f"{book_server}/drive/index.html?{query}")
     _wait(driver, f"return window.drive.simSeconds >= {RUN_S + 0.2}", 3 * RUN_S + 30,
           f"the page did not reach {RUN_S:g} simulated seconds")  # fmt: skip
     state = driver.execute_script(STATE_JS)
@@ -177,11 +180,7 @@ def test_arrow_keys_and_hold_heading_steer(driver, book_server):  # noqa: F811
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
-    if not (DRIVE / "index.html").is_file():
-        _skip_or_fail("the drive page is not built: run `make book` (it runs `make drive`)")
-    driver.get_log("browser")
-    driver.get(f"{book_server}/drive/index.html")
-    _wait(driver, "return !!(window.drive && window.drive.ready)", 60, "the page did not start")
+    _start(driver, f"{book_server}/drive/index.html")
     ranges = driver.execute_script("return window.drive.spec.command.ranges")
     command = "return Object.assign({}, window.drive.robot.command)"
     keys = ActionChains(driver)
@@ -205,11 +204,7 @@ def test_arrow_keys_and_hold_heading_steer(driver, book_server):  # noqa: F811
 def test_works_opened_from_disk(driver):  # noqa: F811
     """The book is also read straight from _build/html (file://), where a browser refuses ES
     modules and fetch(): the page must start and walk there too."""
-    if not (DRIVE / "index.html").is_file():
-        _skip_or_fail("the drive page is not built: run `make book` (it runs `make drive`)")
-    driver.get_log("browser")
-    driver.get((DRIVE / "index.html").as_uri() + "?vx=0.15&vy=0&wz=0&hold=1")
-    _wait(driver, "return !!(window.drive && window.drive.ready)", 60, "the page did not start")
+    _start(driver, (DRIVE / "index.html").as_uri() + "?vx=0.15&vy=0&wz=0&hold=1")
     _wait(driver, "return window.drive.simSeconds >= 3", 60, "the page did not run 3 s")
     last = driver.execute_script("return window.drive.log[window.drive.log.length - 1]")
     assert last["x"] > 0.2  # about 3 s at 0.15 m/s: it walks
@@ -230,9 +225,7 @@ def test_front_page_links_the_drive_page(driver, book_server):  # noqa: F811
 def test_page_names_its_export_and_links_its_limits(driver, book_server):  # noqa: F811
     from selenium.webdriver.common.by import By
 
-    _needs_page()
-    _open(driver, f"{book_server}/drive/index.html?vx=0&vy=0&wz=0")
-    _wait(driver, "return !!(window.drive && window.drive.ready)", 60, "the page did not start")
+    _start(driver, f"{book_server}/drive/index.html?vx=0&vy=0&wz=0")
     spec = json.loads((DRIVE / "export" / "spec.json").read_text())
     about = json.loads((DRIVE / "export" / "about.json").read_text())
     shown = driver.find_element(By.ID, "provenance").text
@@ -265,9 +258,7 @@ def test_keys_reset_stop_and_leave_a_focused_slider_alone(driver, book_server): 
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
 
-    _needs_page()
-    _open(driver, f"{book_server}/drive/index.html")
-    _wait(driver, "return !!(window.drive && window.drive.ready)", 60, "the page did not start")
+    _start(driver, f"{book_server}/drive/index.html")
     command = "return Object.assign({}, window.drive.robot.command)"
     keys = ActionChains(driver)
     resets = driver.execute_script("return window.drive.resets")
@@ -303,9 +294,7 @@ def test_released_arrow_lets_go_of_its_axis_whatever_the_modifiers(driver, book_
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
 
-    _needs_page()
-    _open(driver, f"{book_server}/drive/index.html")
-    _wait(driver, "return !!(window.drive && window.drive.ready)", 60, "the page did not start")
+    _start(driver, f"{book_server}/drive/index.html")
     command = "return Object.assign({}, window.drive.robot.command)"
     keys = ActionChains(driver)
     # Ctrl pressed while an arrow is held: the arrow's release still stops the robot.
@@ -333,9 +322,7 @@ def test_released_arrow_lets_go_of_its_axis_whatever_the_modifiers(driver, book_
 
 def test_a_reset_waits_for_the_step_in_flight(driver, book_server):  # noqa: F811
     """A reset asked for while a step awaits the policy applies after that step, not inside."""
-    _needs_page()
-    _open(driver, f"{book_server}/drive/index.html")
-    _wait(driver, "return !!(window.drive && window.drive.ready)", 60, "the page did not start")
+    _start(driver, f"{book_server}/drive/index.html")
     _wait(driver, "return window.drive.simSeconds >= 0.5", 30, "the page did not run 0.5 s")
     # Wrap one step: click the reset button while it awaits the policy, and record the robot's
     # clock before the step and after it, and the log from the click on.
@@ -360,9 +347,7 @@ def test_a_reset_waits_for_the_step_in_flight(driver, book_server):  # noqa: F81
 
 def test_nan_state_counts_as_a_fall(driver, book_server):  # noqa: F811
     """The spec's ``nan`` termination, as plain_mujoco.py's terminated() checks it."""
-    _needs_page()
-    _open(driver, f"{book_server}/drive/index.html?vx=0&vy=0&wz=0")
-    _wait(driver, "return !!(window.drive && window.drive.ready)", 60, "the page did not start")
+    _start(driver, f"{book_server}/drive/index.html?vx=0&vy=0&wz=0")
     fallen = driver.execute_script("""
         const robot = window.drive.robot; const qvel = robot.data.qvel;
         const before = robot.fallen(); const kept = qvel[0];
@@ -373,9 +358,7 @@ def test_nan_state_counts_as_a_fall(driver, book_server):  # noqa: F811
 
 
 def test_a_frame_that_throws_stops_with_its_message(driver, book_server):  # noqa: F811
-    _needs_page()
-    _open(driver, f"{book_server}/drive/index.html?vx=0&vy=0&wz=0")
-    _wait(driver, "return !!(window.drive && window.drive.ready)", 60, "the page did not start")
+    _start(driver, f"{book_server}/drive/index.html?vx=0&vy=0&wz=0")
     driver.execute_script("window.drive.robot.step = async () => { throw new Error('boom'); }")
     _wait(driver, "return document.getElementById('status').textContent.startsWith('stopped')",
           10, "the page did not stop")  # fmt: skip
@@ -391,15 +374,13 @@ def test_without_webassembly_the_status_says_so(driver, book_server):  # noqa: F
 
 
 def test_without_webgl_it_runs_undrawn(driver, book_server):  # noqa: F811
-    _needs_page()
     no_webgl = """
         const getContext = HTMLCanvasElement.prototype.getContext;
         HTMLCanvasElement.prototype.getContext = function (kind, ...rest) {
           return /webgl/.test(kind) ? null : getContext.call(this, kind, ...rest);
         };
     """
-    _open(driver, f"{book_server}/drive/index.html?vx=0.15&vy=0&wz=0&hold=1", before=no_webgl)
-    _wait(driver, "return !!(window.drive && window.drive.ready)", 60, "the page did not start")
+    _start(driver, f"{book_server}/drive/index.html?vx=0.15&vy=0&wz=0&hold=1", before=no_webgl)
     _wait(driver, "return window.drive.simSeconds >= 1", 30, "the page did not run 1 s")
     assert "no WebGL" in _status(driver)
     hidden = "return getComputedStyle(document.getElementById('view')).display"
