@@ -6,24 +6,18 @@ the recorded curves; the figures it points at (when the episode length passes a 
 one table with the run's source (:func:`mjlab_microduck.book.tables.run_facts`), instead of
 being glued into sentences one by one. Chapter 3 explains why a random policy falls from the
 task a smoke run trains (:func:`random_policy_figures`) and from what its runs logged
-(:func:`random_policy_table`, rows named by :func:`label_with_action_std`), and gives the shell
-line of a run the page makes (:func:`train_command`).
+(:func:`random_policy_table`, rows named by :func:`label_with_action_std`).
 """
 
 from __future__ import annotations
 
 import math
-import shlex
 from collections.abc import Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
 from mjlab_microduck.book.results import term_text
-
-if TYPE_CHECKING:
-    from mjlab_microduck.jobs.train import TrainRequest
 
 LENGTH = "Train/mean_episode_length"
 TERMINATION = "Episode_Termination/{}"
@@ -129,45 +123,6 @@ def label_with_action_std(label: str, scalars: pd.DataFrame) -> str:
     if label.endswith(")"):
         return f"{label[:-1]}, {std})"
     return f"{label} ({std})"
-
-
-def train_command(request: TrainRequest) -> str:
-    """The shell line that makes ``request``'s run with ``microduck train``, in a fresh folder
-    under its logs root: ``MICRODUCK_PROFILE`` names the request's profile, which gives the
-    device; the sizes and name are flags, and every other field (task, seed, device, logs root,
-    resume, broadphase fault, extra arguments, GPUs) is a flag only where it differs from what
-    ``microduck train`` takes without it. ``ValueError`` for extra arguments that start with
-    ``-``: the command line would read them as its own options."""
-    from mjlab_microduck.jobs.train import TrainRequest
-    from mjlab_microduck.runtime import profiles
-
-    default = TrainRequest(name=request.name)
-    words = [f"{profiles.PROFILE_ENV_VAR}={request.profile}"] if request.profile else []
-    words += ["microduck", "train", "--name", request.name,
-              "--num-envs", str(request.num_envs), "--iterations", str(request.iterations),
-              "--save-interval", str(request.save_interval)]  # fmt: skip
-    if request.task != default.task:
-        words += ["--task", request.task]
-    if request.seed != default.seed:
-        words += ["--seed", str(request.seed)]
-    profile = profiles.PROFILES.get(request.profile or "")
-    if profile is None or request.device != profile.device:
-        words += ["--device", request.device]
-    if Path(request.logs_root) != default.logs_root:
-        words += ["--logs-root", str(request.logs_root)]
-    if request.resume_from is not None:
-        words += ["--resume-from", str(request.resume_from)]
-    if request.frozen_broadphase:
-        words += ["--frozen-broadphase"]
-    if request.extra_args:
-        dashed = [arg for arg in request.extra_args if arg.startswith("-")]
-        if dashed:
-            raise ValueError(f"extra arguments {dashed} start with '-': `microduck train "
-                             "--extra-args` would read them as its own options")  # fmt: skip
-        words += ["--extra-args", *request.extra_args]
-    if request.gpu_ids is not None:
-        words += ["--gpu-ids", *map(str, request.gpu_ids)]
-    return shlex.join(words)
 
 
 def reward_sign(rewards: pd.Series) -> str:

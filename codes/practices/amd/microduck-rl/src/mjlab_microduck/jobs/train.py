@@ -143,6 +143,45 @@ class TrainRequest:
             ]  # fmt: skip
         return args + list(self.extra_args)
 
+    def microduck_command(self) -> str:
+        """The shell line that makes this run with ``microduck train``, in a fresh folder under
+        its logs root: ``MICRODUCK_PROFILE`` names the request's profile, which gives the
+        device; the sizes and name are flags, and every other field (task, seed, device, logs
+        root, resume, broadphase fault, extra arguments, GPUs) is a flag only where it differs
+        from what ``microduck train`` takes without it. ``ValueError`` for extra arguments that
+        start with ``-``: the command line would read them as its own options."""
+        import shlex
+
+        from mjlab_microduck.runtime import profiles
+
+        default = TrainRequest(name=self.name)
+        words = [f"{profiles.PROFILE_ENV_VAR}={self.profile}"] if self.profile else []
+        words += ["microduck", "train", "--name", self.name,
+                  "--num-envs", str(self.num_envs), "--iterations", str(self.iterations),
+                  "--save-interval", str(self.save_interval)]  # fmt: skip
+        if self.task != default.task:
+            words += ["--task", self.task]
+        if self.seed != default.seed:
+            words += ["--seed", str(self.seed)]
+        profile = profiles.PROFILES.get(self.profile or "")
+        if profile is None or self.device != profile.device:
+            words += ["--device", self.device]
+        if Path(self.logs_root) != default.logs_root:
+            words += ["--logs-root", str(self.logs_root)]
+        if self.resume_from is not None:
+            words += ["--resume-from", str(self.resume_from)]
+        if self.frozen_broadphase:
+            words += ["--frozen-broadphase"]
+        if self.extra_args:
+            dashed = [arg for arg in self.extra_args if arg.startswith("-")]
+            if dashed:
+                raise ValueError(f"extra arguments {dashed} start with '-': `microduck train "
+                                 "--extra-args` would read them as its own options")  # fmt: skip
+            words += ["--extra-args", *self.extra_args]
+        if self.gpu_ids is not None:
+            words += ["--gpu-ids", *map(str, self.gpu_ids)]
+        return shlex.join(words)
+
 
 def _rank_provenance(request: TrainRequest) -> list[dict]:
     """Per-rank seed and device facts. Only the run's first device gets the full provenance
