@@ -147,6 +147,19 @@ def test_folded_replays_keep_their_videos_and_are_found_by_their_old_names(tmp_p
     assert rep_b.video.read_bytes() == b"b" * 20 and rep_b.folder == "replays/rep_b"
 
 
+def test_a_fold_rewritten_on_disk_is_read_again(tmp_path):
+    a = _replay(tmp_path, "rep_a", wall=7.0)
+    folds.fold([a], tmp_path / "replays", now=NOW)
+    (run,) = folds.load_fold(tmp_path / "replays")
+    assert run.record.wall_seconds == pytest.approx(7.0)
+    # read twice from the same text: the same record, not a second parse
+    assert folds.load_fold(tmp_path / "replays")[0].record is run.record
+    sources = tmp_path / "replays" / folds.SOURCES_FILENAME
+    sources.write_text(sources.read_text().replace('"wall_seconds": 7.0', '"wall_seconds": 9.0'))
+    (again,) = folds.load_fold(tmp_path / "replays")
+    assert again.record.wall_seconds == pytest.approx(9.0)
+
+
 def test_keep_files_keeps_one_named_artifact(tmp_path):
     a = _replay(tmp_path, "rep_a")
     by_id = {records.load_record(a).run_id: "rep_a"}

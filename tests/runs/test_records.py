@@ -289,6 +289,20 @@ def test_not_json_and_missing_file(tmp_path):
         records.load_record(bad)
 
 
+def test_a_record_is_validated_once_per_text_and_read_again_when_rewritten(tmp_path, monkeypatch):
+    path = records.write_record(make_record(run_id="20260102T030405Z_cache_a"), tmp_path)
+    validated = []
+    real_parse = records.parse_record
+    monkeypatch.setattr(records, "parse_record",
+                        lambda data, source: validated.append(source) or real_parse(data, source))
+    first = records.load_record(path)
+    assert records.load_record(path) is first and validated == [str(path)]
+    # rewritten in place, same size, same inode: the new text is what the reader gets
+    path.write_text(path.read_text().replace("cache_a", "cache_b"))
+    assert records.load_record(path).run_id == "20260102T030405Z_cache_b"
+    assert len(validated) == 2
+
+
 def test_write_record_revalidates_mutated_nested_values(tmp_path):
     rec = make_record()
     rec.summary["curve"] = [1, 2]  # nested mutation: validate_assignment cannot see it

@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fnmatch
+import functools
 import json
 import math
 import shutil
@@ -555,21 +556,32 @@ def is_fold(record: records.RunRecord) -> bool:
 
 
 def load_fold(where: str | Path) -> list[FoldedRun]:
-    """The runs a summary record folds, in the order it lists them."""
+    """The runs a summary record folds, in the order it lists them.
+
+    A page's tables read the same folds many times over, so a ``sources.json`` text is parsed
+    once and the result kept for the next read of the same text. The records returned are then
+    shared between calls: read them, never change them.
+    """
     where = Path(where)
-    data = json.loads((where / SOURCES_FILENAME).read_text(encoding="utf-8"))
+    sources = where / SOURCES_FILENAME
+    parsed = _parsed_sources(sources.read_text(encoding="utf-8"), str(sources))
+    return [FoldedRun(name=name, fold=where, record=record, retired=retired, extra=extra)
+            for name, record, retired, extra in parsed]  # fmt: skip
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_sources(
+    text: str, shown: str
+) -> tuple[tuple[str, records.RunRecord, tuple[records.Artifact, ...], dict[str, Any]], ...]:
     out = []
-    for entry in data["sources"]:
+    for entry in json.loads(text)["sources"]:
         extra = {k: v for k, v in entry.items() if k not in ("folder", "record", "retired")}
-        record = records.parse_record(entry["record"], f"{where / SOURCES_FILENAME}")
+        record = records.parse_record(entry["record"], shown)
         if extra.pop(NOTES_ARE_FAILURES, False):
             record = record.model_copy(update={"notes": "\n".join(extra["verdict"]["failures"])})
-        out.append(FoldedRun(
-            name=entry["folder"], fold=where, record=record,
-            retired=tuple(records.Artifact.model_validate(a) for a in entry["retired"]),
-            extra=extra,
-        ))  # fmt: skip
-    return out
+        retired = tuple(records.Artifact.model_validate(a) for a in entry["retired"])
+        out.append((entry["folder"], record, retired, extra))
+    return tuple(out)
 
 
 def fold_folders(results_root: str | Path) -> list[Path]:

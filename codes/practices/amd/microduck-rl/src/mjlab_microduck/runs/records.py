@@ -29,6 +29,7 @@ the command line is ``microduck records``.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 import json
 import os
@@ -478,7 +479,12 @@ def parse_record(data: Any, source: str = "<record>") -> RunRecord:
 
 
 def load_record(path: str | os.PathLike[str]) -> RunRecord:
-    """Read and validate a record; any problem is a :class:`RecordError` naming file and field."""
+    """Read and validate a record; any problem is a :class:`RecordError` naming file and field.
+
+    The book's tables read the same records many times over, so a record's text is validated
+    once and the result kept for the next read of the same text. The record returned is then
+    shared between calls: read it, never change it.
+    """
     target = record_path(path)
     try:
         text = target.read_text(encoding="utf-8")
@@ -486,11 +492,16 @@ def load_record(path: str | os.PathLike[str]) -> RunRecord:
         raise RecordError(f"{target}: no such record file") from None
     except OSError as err:
         raise RecordError(f"{target}: cannot read: {err.strerror}") from None
+    return _parsed_record(text, str(target))
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed_record(text: str, shown: str) -> RunRecord:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
-        raise RecordError(f"{target}: not valid JSON: {err.msg} (line {err.lineno})") from None
-    return parse_record(data, str(target))
+        raise RecordError(f"{shown}: not valid JSON: {err.msg} (line {err.lineno})") from None
+    return parse_record(data, shown)
 
 
 def find_records(root: str | os.PathLike[str]) -> list[tuple[Path, RunRecord]]:
