@@ -4,10 +4,11 @@ chose the flags."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import textwrap
 from types import SimpleNamespace
+
+import suite_memo
 
 from mjlab_microduck.compat import cpu_flags
 
@@ -30,14 +31,15 @@ def test_the_users_flags_win():
 
 
 def test_the_tasks_set_them_before_a_cpu_kernel_is_built(tmp_path):
-    # A fresh process and kernel cache, so the kernel is compiled here, by clang. On a host whose
-    # features clang calls an invalid combination, the default flags print the warning.
-    script = textwrap.dedent(f"""
+    # A fresh process and kernel cache (in its working directory), so the kernel is compiled
+    # there, by clang. On a host whose features clang calls an invalid combination, the default
+    # flags print the warning. Kept for the next run of the suite (tests/suite_memo.py).
+    script = textwrap.dedent("""
         import mjlab_microduck.tasks  # noqa: F401
         import warp as wp
         from mjlab_microduck.compat import cpu_flags
         assert wp.config.cpu_compiler_flags == cpu_flags.QUIET_FLAGS, wp.config.cpu_compiler_flags
-        wp.config.kernel_cache_dir = {str(tmp_path / "kernels")!r}
+        wp.config.kernel_cache_dir = "kernels"
         wp.config.quiet = True
 
         @wp.kernel
@@ -50,9 +52,9 @@ def test_the_tasks_set_them_before_a_cpu_kernel_is_built(tmp_path):
         print(a.numpy().tolist())
     """)
     (tmp_path / "build_kernel.py").write_text(script)  # Warp reads a kernel's source file
-    done = subprocess.run([sys.executable, str(tmp_path / "build_kernel.py")],
-                          capture_output=True, text=True,
-                          env={**os.environ, "MJLAB_WARP_QUIET": "1"}, timeout=600)
+    done = suite_memo.run("cpu_flags_kernel", [sys.executable, "build_kernel.py"],
+                          env={**os.environ, "MJLAB_WARP_QUIET": "1"},
+                          files={"build_kernel.py": tmp_path / "build_kernel.py"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[3.0, 3.0, 3.0, 3.0]"
     assert "invalid feature combination" not in done.stderr

@@ -4,9 +4,13 @@ stand-in, exactly what plain calls give, in an env and in training."""
 
 from __future__ import annotations
 
+import json
+import os
 import tempfile
+from pathlib import Path
 
 import pytest
+import suite_memo
 import torch
 from command_envs import cpu_env
 from mjlab.managers.reward_manager import RewardManager
@@ -297,23 +301,40 @@ def test_on_a_cpu_mode_1_keeps_the_managers_eager(graphs):
     assert details["graphs"] == 0 and details["replays"] == 0 and details["managers"] == 0
 
 
-@pytest.mark.parametrize("scope", ["managers", "step"])
-def test_training_with_replayed_managers_learns_the_same_policy(graphs, monkeypatch, scope):
-    """Three PPO iterations of rsl_rl's runner (random initial episode lengths, curricula):
-    the same actor and critic, parameter for parameter, in either scope."""
-    monkeypatch.setenv(manager_graphs.SCOPE_VAR, scope)
+def _learned(graphs, mode: str, scope: str | None) -> tuple[list[torch.Tensor], int]:
+    """Three PPO iterations of the walker on 4 CPU envs with the graphs in ``mode`` (and
+    ``scope``): the actor's and critic's parameters, and how many manager calls were replayed.
+    Kept for the next run of the suite (tests/suite_memo.py); the plain training, whose result
+    no scope changes, is made once for both scopes."""
     from mjlab_microduck.jobs.bench import build_runner
 
-    def learned(mode: str) -> list[torch.Tensor]:
+    def make(folder: Path) -> None:
         graphs(mode)
         torch.manual_seed(0)
         with tempfile.TemporaryDirectory() as log_dir:
             runner = build_runner(WALKER, 4, "cpu", 42, log_dir)
             runner.learn(num_learning_iterations=3, init_at_random_ep_len=True)
-        return [p.detach().clone() for module in (runner.alg.actor, runner.alg.critic)
-                for p in module.parameters()]  # fmt: skip
+        params = [p.detach().clone() for module in (runner.alg.actor, runner.alg.critic)
+                  for p in module.parameters()]  # fmt: skip
+        torch.save(params, folder / "params.pt")
+        (folder / "replays.json").write_text(json.dumps(manager_graphs.status().details["replays"]))
 
-    plain = learned("0")
-    replayed = learned("emulate")
-    assert manager_graphs.status().details["replays"] > 100
+    # The key names the mode and scope itself: the variables the fixture sets are left out.
+    env = {k: v for k, v in os.environ.items()
+           if k not in (manager_graphs.ENV_VAR, manager_graphs.SCOPE_VAR)}  # fmt: skip
+    inputs = {"task": WALKER, "envs": 4, "seed": 42, "iterations": 3, "mode": mode,
+              "scope": scope}  # fmt: skip
+    folder = suite_memo.kept_folder("manager_graphs_learned", inputs, make, env=env)
+    params = torch.load(folder / "params.pt")
+    return params, json.loads((folder / "replays.json").read_text())
+
+
+@pytest.mark.parametrize("scope", ["managers", "step"])
+def test_training_with_replayed_managers_learns_the_same_policy(graphs, monkeypatch, scope):
+    """Three PPO iterations of rsl_rl's runner (random initial episode lengths, curricula):
+    the same actor and critic, parameter for parameter, in either scope."""
+    monkeypatch.setenv(manager_graphs.SCOPE_VAR, scope)
+    plain, _ = _learned(graphs, "0", None)
+    replayed, replays = _learned(graphs, "emulate", scope)
+    assert replays > 100
     assert all(torch.equal(a, b) for a, b in zip(plain, replayed, strict=True))

@@ -3,13 +3,13 @@ boolean-mask indexing (a host sync on a GPU)."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import mjlab.entity.data as entity_data
 import mjlab.sensor.raycast_sensor as raycast_sensor
 import mjlab.utils.lab_api.math as lab_math
 import pytest
+import suite_memo
 import torch
 from command_envs import assert_same_steps_fewer_reads
 
@@ -132,7 +132,8 @@ def test_install_all_before_mjlab_is_imported_reports_what_it_installed():
         "append = CircularBuffer.__dict__['append']\n"
         "print('patched', _hook.is_our_wrapper(append, 'buffer_syncs'))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    done = suite_memo.run("install_all_fresh", [sys.executable, "-c", code])  # kept, suite_memo
+    assert done.returncode == 0, done.stderr[-2000:]
     lines = [line for line in done.stdout.splitlines() if line.split()[0] in
              ("buffer_syncs", "quat_syncs", "patched")]  # fmt: skip
     assert lines == ["buffer_syncs True True", "quat_syncs True True", "patched True"]

@@ -264,9 +264,10 @@ def test_after_training_tests_nothing_until_every_run_has_ended(tmp_path, monkey
     def end_training():  # the training of run a ends half a second into the watch
         time.sleep(0.5)
         record = records.load_record(running)
+        # Stamped before the write: the watcher may read the ended record the moment it lands.
+        ended_at.append(time.monotonic())
         records.write_record(record.model_copy(update={
             "status": "ok", "process": None, "finished_at": records.utc_now_iso()}), running)
-        ended_at.append(time.monotonic())
 
     ender = threading.Thread(target=end_training)
     ender.start()

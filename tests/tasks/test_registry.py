@@ -1,8 +1,9 @@
 """mjlab_microduck.tasks.registry: the MicroDuck tasks are found without the mjlab.tasks entry
 point (the package on PYTHONPATH, not pip-installed), as on a borrowed GPU machine."""
 
-import subprocess
 import sys
+
+import suite_memo
 
 # Hide the entry point before mjlab is imported: mjlab loads task packages from it on import.
 WITHOUT_ENTRY_POINT = """
@@ -19,9 +20,9 @@ print(before, "Mjlab-Velocity-Flat-MicroDuck" in list_tasks(), cfg.scene.num_env
 
 
 def test_tasks_found_without_the_entry_point():
-    result = subprocess.run(
-        [sys.executable, "-c", WITHOUT_ENTRY_POINT], capture_output=True, text=True, timeout=300
-    )
+    # A fresh interpreter, kept for the next run of the suite (tests/suite_memo.py).
+    result = suite_memo.run("registry_without_entry_point",
+                            [sys.executable, "-c", WITHOUT_ENTRY_POINT])
     assert result.returncode == 0, result.stderr[-2000:]
     # mjlab alone misses them (so the test can fail); through the package's registry they are in.
     assert result.stdout.split() == ["False", "True", "True"], result.stdout
