@@ -40,6 +40,12 @@ COMPLETE = ".complete"
 # Environment variables whose value can change what a run does or prints.
 ENV_PREFIXES = ("MICRODUCK_", "MJLAB_", "WARP_", "MUJOCO_", "PYOPENGL_", "WANDB_", "CUDA_",
                 "HIP_", "ROCR_", "OMP_", "MKL_", "PYTHON", "PATH", "HOME")  # fmt: skip
+# Left out although they match: the memo's own folder, and PYTHONHASHSEED. mjlab's seed_rng
+# writes PYTHONHASHSEED into os.environ each time an env is seeded, so in a worker it names the
+# seed of whichever test ran last (4 or 42), not anything a kept run's output depends on; keyed,
+# it made a second run of the suite miss the work a first run kept whenever the test files
+# reached the workers in another order.
+ENV_IGNORED = ("PYTHONHASHSEED", replay_memo.ENV_VAR)
 
 
 def _package_digest() -> str:
@@ -57,7 +63,7 @@ def _package_digest() -> str:
 def _environment(env: dict[str, str] | None) -> dict[str, str]:
     env = dict(os.environ if env is None else env)
     return {k: v for k, v in sorted(env.items())
-            if k.startswith(ENV_PREFIXES) and k != replay_memo.ENV_VAR}  # fmt: skip
+            if k.startswith(ENV_PREFIXES) and k not in ENV_IGNORED}  # fmt: skip
 
 
 def key(name: str, inputs: dict, env: dict[str, str] | None = None) -> str:

@@ -51,6 +51,11 @@ def test_the_key_follows_the_inputs_the_environment_and_the_package(memo, monkey
     monkeypatch.setenv("PYTEST_CURRENT_TEST", "somewhere")
     monkeypatch.setenv(replay_memo.ENV_VAR, str(memo / "elsewhere"))
     assert suite_memo.key("work", {"n": 1}) == base
+    # Nor the hash seed mjlab's seed_rng leaves behind, which says which test seeded last.
+    monkeypatch.setenv("PYTHONHASHSEED", "4")
+    assert suite_memo.key("work", {"n": 1}) == base
+    monkeypatch.setenv("PYTHONHASHSEED", "42")
+    assert suite_memo.key("work", {"n": 1}) == base
     monkeypatch.setattr(suite_memo, "_package_digest", lambda: "changed")
     assert suite_memo.key("work", {"n": 1}) != base
 
