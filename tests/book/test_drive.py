@@ -203,6 +203,7 @@ def test_outside_warp_finding_counts_a_stalled_turn_as_a_stall():
         "within the range of Warp's robots.")
 
 
+@pytest.mark.slow
 def test_outside_warp_finding_on_the_published_export_and_warp_test():
     """Chapter 6's glued finding: the walker's export in plain MuJoCo beside its published
     full-size Warp test (the plain rollout is deterministic and takes seconds)."""

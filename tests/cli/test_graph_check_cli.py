@@ -10,6 +10,7 @@ from mjlab_microduck.jobs import graph_check
 from mjlab_microduck.runtime import graph_replay
 
 
+@pytest.mark.slow
 def test_replays_that_run_nothing_fail_the_check(monkeypatch, capsys):
     """A replay that launches nothing leaves the values of the capture's call: the check sees
     the difference, prints one FAIL line and exits 1."""

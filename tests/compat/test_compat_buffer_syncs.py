@@ -153,6 +153,7 @@ def test_leaves_a_buffer_it_cannot_vouch_for(buffer_cls, reason):
     assert dict(buffer_cls.__dict__) == before
 
 
+@pytest.mark.slow
 def test_walker_steps_the_same_with_fewer_host_syncs(mjlab_buffer):
     """The walker task on the CPU: identical observations, rewards and terminations over 12
     env steps, and an env step that reads at least 14 fewer values back to the host (the four

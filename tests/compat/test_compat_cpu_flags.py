@@ -8,6 +8,7 @@ import sys
 import textwrap
 from types import SimpleNamespace
 
+import pytest
 import suite_memo
 
 from mjlab_microduck.compat import cpu_flags
@@ -30,6 +31,7 @@ def test_the_users_flags_win():
     assert cpu_flags.restore(config) is False and config.cpu_compiler_flags == "-fno-vectorize"
 
 
+@pytest.mark.slow
 def test_the_tasks_set_them_before_a_cpu_kernel_is_built(tmp_path):
     # A fresh process and kernel cache (in its working directory), so the kernel is compiled
     # there, by clang. On a host whose features clang calls an invalid combination, the default

@@ -105,6 +105,7 @@ def test_install_is_idempotent_and_uninstall_puts_the_managers_back(graphs):
         assert cls.__dict__["compute"] is plain
 
 
+@pytest.mark.slow
 def test_replayed_managers_step_the_walker_exactly_as_plain_ones(graphs):
     """40 steps with falls and resets: observations, rewards, terminations, time-outs and
     every logged metric equal, with both managers replayed from their second capture on."""
@@ -330,6 +331,7 @@ def _learned(graphs, mode: str, scope: str | None) -> tuple[list[torch.Tensor], 
 
 
 @pytest.mark.parametrize("scope", ["managers", "step"])
+@pytest.mark.slow
 def test_training_with_replayed_managers_learns_the_same_policy(graphs, monkeypatch, scope):
     """Three PPO iterations of rsl_rl's runner (random initial episode lengths, curricula):
     the same actor and critic, parameter for parameter, in either scope."""

@@ -110,6 +110,7 @@ def test_leaves_a_conversion_it_cannot_vouch_for(original, reason):
     assert allowed is False and reason in why
 
 
+@pytest.mark.slow
 def test_walker_steps_the_same_with_fewer_host_syncs(mjlab_quat):
     """The walker task on the CPU: identical observations, rewards and terminations over 12
     env steps, and an env step that reads at least 4 fewer values back to the host (two masks
@@ -118,6 +119,7 @@ def test_walker_steps_the_same_with_fewer_host_syncs(mjlab_quat):
     assert_same_steps_fewer_reads(WALKER, install, seed=5, fewer_per_step=4)
 
 
+@pytest.mark.slow
 def test_install_all_before_mjlab_is_imported_reports_what_it_installed():
     """A hook that imports mjlab loads the task entry point, which calls ``install_all`` again;
     the hooks must still report themselves active afterwards (a fresh interpreter)."""

@@ -118,6 +118,7 @@ def test_context_manager_keeps_an_outer_fault_on():
     assert faults.is_enabled()
 
 
+@pytest.mark.slow
 def test_first_call_per_data_is_fresh_and_later_calls_are_frozen():
     with faults.frozen_broadphase():
         _simulate(_sphere_model(0.2), steps=5)

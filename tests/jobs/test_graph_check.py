@@ -13,6 +13,7 @@ from mjlab_microduck.compat import manager_graphs
 from mjlab_microduck.jobs import graph_check
 
 
+@pytest.mark.slow
 def test_the_step_scope_replays_every_graph_safe_call_of_a_step_exactly():
     """Every call of the step scope captured and replayed through falls and resets, with the
     plain values to the bit. Observations are captured twice: between resets they read the

@@ -212,6 +212,7 @@ def test_the_stream_drops_warps_banner_and_module_lines_and_keeps_the_trainers()
     assert [line for line in lines if shown(line)] == lines[4:7]
 
 
+@pytest.mark.slow
 def test_the_record_counts_the_rollout_the_runner_used(first, tmp_path):
     run_dir, record, _ = first
     # the default task's rollout, as mjlab saved the runner's configuration

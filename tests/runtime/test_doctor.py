@@ -402,6 +402,7 @@ def test_require_hip_on_this_cpu_machine(capsys):
     assert rc == 1 and len(err) == 1 and err[0].startswith("unsupported: --require-hip")
 
 
+@pytest.mark.slow
 def test_console_script_is_wired():
     """The installed `microduck-doctor` entry point runs and fails closed (one stderr line)."""
     exe = Path(sys.executable).with_name("microduck-doctor")

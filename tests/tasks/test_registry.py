@@ -3,6 +3,7 @@ point (the package on PYTHONPATH, not pip-installed), as on a borrowed GPU machi
 
 import sys
 
+import pytest
 import suite_memo
 
 # Hide the entry point before mjlab is imported: mjlab loads task packages from it on import.
@@ -19,6 +20,7 @@ print(before, "Mjlab-Velocity-Flat-MicroDuck" in list_tasks(), cfg.scene.num_env
 """
 
 
+@pytest.mark.slow
 def test_tasks_found_without_the_entry_point():
     # A fresh interpreter, kept for the next run of the suite (tests/suite_memo.py).
     result = suite_memo.run("registry_without_entry_point",
