@@ -92,7 +92,6 @@ class FakeEvaluator:
         self.closed = True
 
 
-@pytest.mark.slow
 def test_newest_first_one_record_each_and_stops_when_the_runs_are_done(tmp_path, monkeypatch):
     FakeEvaluator.built.clear()
     monkeypatch.setattr(gait_test, "GaitEvaluator", FakeEvaluator)
