@@ -85,19 +85,36 @@ help:
 
 venv: $(VENV_STAMP)
 
+# Installs go through uv (pinned, installed into the environment by pip), which unpacks and
+# byte-compiles in parallel: a cold `make venv` takes about 40 s on the 2-core CI machine against
+# 105-130 s with pip. uv reads no pip configuration, so the wheel folders, indexes and
+# constraints pip is set up with (pip.conf, PIP_* variables; this project's build machines keep
+# the CPU torch wheel in such a folder) are passed on, and like pip it takes the best match
+# over all indexes. UV_INSTALL=0 installs with pip alone.
+UV_VERSION := 0.13.10
+UV_INSTALL ?= 1
+PIP_AS_UV_ARGS = $$($(VENV)/bin/python -m pip config list 2>/dev/null \
+	| sed -nE "s/^[^.]*\.(find-links|index-url|extra-index-url|constraint)='(.*)'$$/\1 \2/p" \
+	| awk '{for (i = 2; i <= NF; i++) if (!seen[$$1 " " $$i]++) printf "--%s %s ", $$1, $$i}')
+# $(call INSTALL,ARGS): `pip install ARGS` into $(VENV), quietly, saying so in one line.
+INSTALL = @echo "install into $(VENV): $(1)"; \
+	$(if $(filter 0,$(UV_INSTALL)),$(VENV)/bin/python -m pip install -q $(1),$(VENV)/bin/python -m pip install -qq uv==$(UV_VERSION) \
+	&& $(VENV)/bin/uv pip install -q --python $(VENV)/bin/python --compile-bytecode \
+	--index-strategy unsafe-best-match $(PIP_AS_UV_ARGS) $(1))
+
 # The stamp is newer than requirements.txt and the package's pyproject once both are
 # installed, so a second `make venv` does nothing.
 $(VENV_STAMP): requirements.txt $(PKG_DIR)/pyproject.toml
 	@$(call STAGE,venv,begin)
 ifeq ($(MANAGED_VENV),1)
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install -q -r requirements.txt
+	$(call INSTALL,-r requirements.txt)
 else
 	@test -x $(VENV)/bin/python || { echo "error: $(VENV)/bin/python not found; create that environment first (ROCm: $(PKG_DIR)/scripts/setup_rocm.sh)" >&2; exit 1; }
 	@# Only the lines after '# book toolchain' in requirements.txt: never touch its torch/Warp.
-	$(VENV)/bin/python -m pip install -q $$(sed -n '/^# book toolchain/,$$p' requirements.txt | grep -v '^[[:space:]]*#' | grep -v '^[[:space:]]*$$')
+	$(call INSTALL,$$(sed -n '/^# book toolchain/,$$p' requirements.txt | grep -v '^[[:space:]]*#' | grep -v '^[[:space:]]*$$'))
 endif
-	$(VENV)/bin/python -m pip install -q --no-deps -e $(PKG_DIR)
+	$(call INSTALL,--no-deps -e $(PKG_DIR))
 	touch $@
 	@$(call STAGE,venv,end)
 

@@ -84,6 +84,8 @@ def fake_repo(root: Path, exit_code: int = 0) -> Path:
     set -euo pipefail
     cd "$(dirname "${{BASH_SOURCE[0]}}")/.."
     echo "CI=$CI PYTHONPATH=${{PYTHONPATH:-unset}}"
+    echo "HOME=$HOME holds $(ls -A "$HOME" | wc -l) entries; XDG_CACHE_HOME=${{XDG_CACHE_HOME:-no}}"
+    touch "$HOME/.cache-of-a-pass"
     echo "[stage] venv begin 1000.0"
     echo "[stage] venv end 1100.5"
     echo "[stage] system-deps begin 1100.5"
@@ -224,6 +226,29 @@ def test_the_record_has_every_stage_chapter_and_test_of_the_run(recorded):
     assert record.provenance.git_commit == head and record.provenance.profile == "ci"
     assert record.config["chapters"] == ["01_first", "02_second"]
     assert record.provenance.notes[0] == "pip's download cache was warm"
+
+
+@pytest.mark.slow
+def test_the_cold_pass_starts_in_an_empty_home_the_warm_pass_reuses(recorded):
+    base, _, record, _ = recorded
+    assert record.config["fresh_home"] is True
+    homes = [next(line for line in (base / "cpu_ci_run" / log).read_text().splitlines()
+                  if line.startswith("HOME="))
+             for log in ("ci.log", "warm.log")]  # fmt: skip
+    cold_home = homes[0].split()[0].removeprefix("HOME=")
+    assert Path(cold_home).parent.name.startswith("microduck-ci-run-")  # beside the clone
+    assert homes == [f"HOME={cold_home} holds 0 entries; XDG_CACHE_HOME=no",
+                     f"HOME={cold_home} holds 1 entries; XDG_CACHE_HOME=no"]  # fmt: skip
+
+
+def test_a_fresh_home_points_no_cache_elsewhere(tmp_path):
+    base = {"PATH": "/bin", "HOME": "/root", "XDG_CACHE_HOME": "/var/cache/me",
+            "WARP_CACHE_PATH": "/kernels", "MPLCONFIGDIR": "/mpl", "npm_config_cache": "/npm",
+            "LANG": "C.UTF-8"}  # fmt: skip
+    env = ci_run.child_env(tmp_path / "j.xml", base, home=tmp_path / "home")
+    assert env == {"PATH": "/bin", "CI": "true", "HOME": str(tmp_path / "home"),
+                   "LANG": "C.UTF-8", "PYTEST_ADDOPTS": f"--junitxml={tmp_path / 'j.xml'}"}
+    assert ci_run.child_env(tmp_path / "j.xml", base)["WARP_CACHE_PATH"] == "/kernels"
 
 
 @pytest.mark.slow

@@ -5,7 +5,9 @@ Problem it solves: "the book builds and tests in 15 minutes on two cores" is a c
 a warm checkout says nothing about it. :func:`run` clones the repository's current commit into
 a new folder (``git clone``, then a detached checkout of ``HEAD``; uncommitted changes are not
 part of it, and the record says when there were some), runs ``bash .ci/run`` there as CI does
-(``CI=true``, without the caller's virtual environment or ``PYTHONPATH``) and reads back:
+(``CI=true``, without the caller's virtual environment or ``PYTHONPATH``, and by default with
+a new, empty home folder, so that the download caches of pip, uv and npm, Warp's kernel cache
+and matplotlib's font cache start empty as on a new CI machine) and reads back:
 
 * the stages, from the ``[stage] NAME begin|end EPOCH`` lines the Makefile prints around each
   (``venv``, ``system-deps``, ``execute``, ``html``, ``test``);
@@ -85,6 +87,9 @@ class CiRunRequest:
     """keep the clone afterwards (it holds a full environment: several GB)"""
     verbose: bool = False
     """print every line of the run (default: the stage lines, execute-book's, pytest's last)"""
+    fresh_home: bool = True
+    """run with a new, empty home folder beside the clone: every user-level cache (pip, uv,
+    npm, Warp's kernels, matplotlib's fonts) starts empty, as on a new CI machine"""
     note: tuple[str, ...] = ()
     """what the record should say about the conditions (e.g. pip's download cache was warm)"""
 
@@ -92,15 +97,26 @@ class CiRunRequest:
 # --------------------------------------------------------------------------- running
 
 
-def child_env(junit: Path, base: dict[str, str] | None = None) -> dict[str, str]:
+# Where a cache goes when it is not under the home folder; unset with a fresh home.
+CACHE_VARS = ("XDG_CACHE_HOME", "WARP_CACHE_PATH", "MPLCONFIGDIR", "PIP_CACHE_DIR",
+              "UV_CACHE_DIR", "npm_config_cache")  # fmt: skip
+
+
+def child_env(junit: Path, base: dict[str, str] | None = None,
+              home: Path | None = None) -> dict[str, str]:  # fmt: skip
     """The environment CI gives ``.ci/run``: this one with ``CI=true``, without the caller's
     virtual environment (``VIRTUAL_ENV``, its ``bin`` on ``PATH``), ``PYTHONPATH`` or replay
-    memo, and with ``PYTEST_ADDOPTS`` asking pytest for a JUnit file."""
+    memo, and with ``PYTEST_ADDOPTS`` asking pytest for a JUnit file. With ``home``, that is
+    ``HOME`` and no variable of :data:`CACHE_VARS` points a cache elsewhere."""
     env = dict(os.environ if base is None else base)
     # MICRODUCK_REPLAY_MEMO: `make ci-times` runs with the checkout's memo set; a cold run
     # must not read the replays of another build.
     for key in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "MICRODUCK_REPLAY_MEMO"):
         env.pop(key, None)
+    if home is not None:
+        env["HOME"] = str(Path(home).absolute())
+        for key in CACHE_VARS:
+            env.pop(key, None)
     path = [p for p in env.get("PATH", "").split(os.pathsep)
             if p and not (Path(p).parent / "pyvenv.cfg").is_file()]  # fmt: skip
     env["PATH"] = os.pathsep.join(path)
@@ -119,10 +135,11 @@ def _sample_load(stop: threading.Event, loads: list[float]) -> None:
             return
 
 
-def run_pass(clone: Path, log_path: Path, junit: Path,
-             show: Callable[[str], None] = print, verbose: bool = False) -> Pass:  # fmt: skip
-    """Run ``bash .ci/run`` in ``clone`` once; every line goes to ``log_path``."""
-    env = child_env(junit)
+def run_pass(clone: Path, log_path: Path, junit: Path, show: Callable[[str], None] = print,
+             verbose: bool = False, home: Path | None = None) -> Pass:  # fmt: skip
+    """Run ``bash .ci/run`` in ``clone`` once (as :func:`child_env` says, with ``home``);
+    every line goes to ``log_path``."""
+    env = child_env(junit, home=home)
     loads: list[float] = []
     stop = threading.Event()
     sampler = threading.Thread(target=_sample_load, args=(stop, loads), daemon=True)
@@ -236,6 +253,7 @@ def build_record(
     notes: Sequence[str] = (),
     versions: dict[str, str | None] | None = None,
     cores: int | None = None,
+    fresh_home: bool = False,
 ) -> records.RunRecord:
     """The ``ci_run`` record of a cold pass (and a warm one); no file is written."""
     from mjlab_microduck.jobs import book_build
@@ -263,7 +281,8 @@ def build_record(
     return records.RunRecord(
         run_id=run_id, kind=KIND, status="failed" if error else "ok", error=error,
         command=list(COMMAND),
-        config={"cpu_cores": cores, "fresh_clone": True, "warm_pass": warm is not None,
+        config={"cpu_cores": cores, "fresh_clone": True, "fresh_home": fresh_home,
+                "warm_pass": warm is not None,
                 "stages": list(STAGES), "load_every_s": LOAD_EVERY_S,
                 "chapters": [r.chapter for r in runs]},
         provenance=prov, started_at=started_iso, finished_at=records.utc_now_iso(),
@@ -295,16 +314,20 @@ def run(request: CiRunRequest, show: Callable[[str], None] = print) -> records.R
     try:
         clone_dir, commit, dirty = clone(Path(request.repo), work)
         show(f"ci-run: commit {commit[:12]} cloned into {clone_dir}")
+        home = None
+        if request.fresh_home:  # beside the clone, so it goes with it
+            home = work / "home"
+            home.mkdir()
         if dirty:
             notes.append("the work tree had uncommitted changes; the run is of the commit alone")
         cold = run_pass(clone_dir, staging / "ci.log", staging / "junit.xml", show,
-                        request.verbose)  # fmt: skip
+                        request.verbose, home)  # fmt: skip
         show(f"ci-run: cold run {cold.wall_seconds:.0f} s, exit {cold.returncode}")
         # The warm pass also after failing tests (the build is then warm all the same); not
         # after a run that stopped before its test stage.
         if request.warm and any(st.name == "test" for st in cold.stages):
             warm = run_pass(clone_dir, staging / "warm.log", staging / "warm_junit.xml", show,
-                            request.verbose)  # fmt: skip
+                            request.verbose, home)  # fmt: skip
             show(f"ci-run: warm run {warm.wall_seconds:.0f} s, exit {warm.returncode}")
         runs, why = chapter_runs(clone_dir)
         if why:
@@ -321,7 +344,7 @@ def run(request: CiRunRequest, show: Callable[[str], None] = print) -> records.R
     artifacts = [records.artifact(staging / n, staging, kind) for n, kind in kinds.items()
                  if (staging / n).is_file()]  # fmt: skip
     record = build_record(names.run_stem("ci_run"), cold, warm, runs, commit, started_iso,
-                          artifacts, notes, versions)  # fmt: skip
+                          artifacts, notes, versions, fresh_home=request.fresh_home)  # fmt: skip
     records.write_record(record, staging)
     staging.rename(out)
     return record
