@@ -115,6 +115,10 @@ else
 	$(call INSTALL,$$(sed -n '/^# book toolchain/,$$p' requirements.txt | grep -v '^[[:space:]]*#' | grep -v '^[[:space:]]*$$'))
 endif
 	$(call INSTALL,--no-deps -e $(PKG_DIR))
+	@# Installed in place, the package is byte-compiled by no installer; where
+	@# PYTHONDONTWRITEBYTECODE is set (as on the CI machine) every process would compile the
+	@# modules it imports again, up to a second each, in a build that starts dozens.
+	$(VENV)/bin/python -m compileall -q $(PKG_DIR)/src > /dev/null
 	touch $@
 	@$(call STAGE,venv,end)
 
