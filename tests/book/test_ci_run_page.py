@@ -102,7 +102,11 @@ def test_the_slowest_tests_and_the_caption(published):
     assert frame.values.tolist() == [["`tests.jobs.test_train_driver::test_smoke`", "1.6 min"],
                                      ["`tests.jobs.test_bench::test_quick`", "40 s"]]  # fmt: skip
     text = page.caption(record)
-    assert "a fresh clone of commit abc1234 on 2026-12-01 (2-core" in text
+    assert ("a fresh clone of commit abc1234 with the machine's own home folder (its download "
+            "and compiled-kernel caches) on 2026-12-01 (2-core") in text
+    fresh = record.model_copy(update={"config": {**record.config, "fresh_home": True}})
+    assert ("a fresh clone of commit abc1234 with an empty home folder (no download or "
+            "compiled-kernel cache) on 2026-12-01 (2-core") in page.caption(fresh)
     assert "chapters executed 2 at a time, 9.5 min of execution in all" in text
     assert "tests: 990 passed, 0 failed, 6 skipped" in text
     assert (

@@ -132,8 +132,12 @@ def caption(record: records.RunRecord) -> str:
     """Where and when the run was measured, how busy the machine was, what the tests counted."""
     s, prov = record.summary, record.provenance
     jobs = s.get("execution_jobs")
-    parts = [f"Run record `{CI_RUN_RECORD}`: a fresh clone of commit {prov.git_commit[:7]} on "
-             f"{record.started_at[:10]} ({prov.machine_label})"]  # fmt: skip
+    # Records made before the option existed ran in the caller's home folder, caches and all.
+    home = (" with an empty home folder (no download or compiled-kernel cache)"
+            if record.config.get("fresh_home")
+            else " with the machine's own home folder (its download and compiled-kernel caches)")
+    parts = [f"Run record `{CI_RUN_RECORD}`: a fresh clone of commit {prov.git_commit[:7]}{home} "
+             f"on {record.started_at[:10]} ({prov.machine_label})"]  # fmt: skip
     if isinstance(jobs, int):
         chapters = _seconds(s, "chapters_seconds_total")
         parts.append(f"chapters executed {jobs} at a time, "
