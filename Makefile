@@ -86,7 +86,7 @@ help:
 venv: $(VENV_STAMP)
 
 # Installs go through uv, which unpacks and byte-compiles in parallel: the whole venv stage of a
-# cold CI run took 49-53 s on this project's 2-core build machine, against 103-130 s with pip.
+# cold CI run took 41-53 s on this project's 2-core build machine, against 103-130 s with pip.
 # The uv on PATH is used, else a pinned one that the environment's pip installs into it. uv reads
 # no pip configuration, so the wheel folders, indexes and constraints pip is set up with
 # (pip.conf, PIP_* variables; this project's build machines keep the CPU torch wheel in such a
